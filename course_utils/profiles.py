@@ -1,0 +1,198 @@
+"""Profiles: which base model, which adapters, which engine settings, on which hardware.
+
+A profile is chosen automatically (CUDA present: ``qwen7b``; otherwise
+``tiny``) and can be forced with ``COURSE_PROFILE=<name>``. Paths of the GPU
+profiles come from the models folder the AutoDL setup writes
+(``COURSE_MODELS_DIR``, by default ``/root/autodl-tmp/course`` when that data
+disk exists, else ``~/.cache/multi-lora-course``); nothing here downloads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .tasks import TASKS
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "data"
+TINY = DATA / "tiny"
+
+
+class ProfileError(RuntimeError):
+    """A profile cannot be used here; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str
+    hardware: str  # "cpu" or "cuda"
+    base_model: str  # local folder of the base model
+    adapters: dict[str, str]  # adapter name -> local folder
+    engine: dict  # engine settings for this hardware (LLM(...) keyword arguments)
+    env: dict = field(default_factory=dict)  # set before vLLM is imported
+    config_dir: str = ""  # where config.json / tokenizer_config.json live (shipped copies for GPU models)
+    setup_hint: str = ""
+
+    @property
+    def max_lora_rank(self) -> int:
+        return self.engine["max_lora_rank"]
+
+    @property
+    def max_loras(self) -> int:
+        return self.engine["max_loras"]
+
+    def engine_kwargs(self, **overrides) -> dict:
+        """Settings for ``LLM(model=..., enable_lora=True, **kwargs)`` beyond the lesson's own knobs."""
+        kw = {k: v for k, v in self.engine.items() if k not in ("max_lora_rank", "max_loras")}
+        kw.update(overrides)
+        return kw
+
+    def adapter(self, name: str) -> str:
+        if name not in self.adapters:
+            raise ProfileError(
+                f"profile {self.name!r} has no adapter {name!r}; it has: {', '.join(self.adapters)}")
+        return self.adapters[name]
+
+    def check(self) -> "Profile":
+        """Raise ProfileError unless the hardware and every file this profile needs are here."""
+        if self.hardware == "cuda" and not cuda_available():
+            raise ProfileError(
+                f"profile {self.name!r} needs an NVIDIA GPU with CUDA, and none was found here. "
+                f"Use COURSE_PROFILE=tiny to run live on CPU, or COURSE_MODE=replay to read the "
+                f"recorded results.")
+        base = Path(self.base_model)
+        if not (base / "config.json").is_file():
+            raise ProfileError(
+                f"base model folder {base} is missing (or has no config.json). {self.setup_hint}")
+        for name, path in self.adapters.items():
+            if not (Path(path) / "adapter_config.json").is_file():
+                raise ProfileError(
+                    f"adapter {name!r}: {path} has no adapter_config.json, so it is not a peft "
+                    f"LoRA adapter folder. {self.setup_hint}")
+        return self
+
+
+def models_dir() -> Path:
+    """Where the GPU profiles' models and adapters live (the AutoDL data disk when present)."""
+    env = os.environ.get("COURSE_MODELS_DIR")
+    if env:
+        return Path(env)
+    if Path("/root/autodl-tmp").is_dir():
+        return Path("/root/autodl-tmp/course")
+    return Path.home() / ".cache" / "multi-lora-course"
+
+
+def resolved_paths() -> dict:
+    """Paths written by the download step (``<models_dir>/paths.json``), if any."""
+    f = models_dir() / "paths.json"
+    if f.is_file():
+        return json.loads(f.read_text())
+    return {}
+
+
+def cuda_available() -> bool:
+    try:
+        import torch  # noqa: PLC0415
+
+        return bool(torch.cuda.is_available())
+    except ImportError:
+        return shutil.which("nvidia-smi") is not None and os.path.exists("/dev/nvidia0")
+
+
+QUIET_ENV = {
+    "VLLM_LOGGING_LEVEL": "ERROR",
+    "TQDM_DISABLE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "VLLM_NO_USAGE_STATS": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
+
+
+def _tiny() -> Profile:
+    return Profile(
+        name="tiny",
+        description="tiny Qwen2 trained by this course + 4 LoRA adapters (CPU)",
+        hardware="cpu",
+        base_model=str(TINY / "base"),
+        adapters={t: str(TINY / "adapters" / t) for t in TASKS},
+        engine=dict(
+            dtype="float32", max_model_len=256, max_num_seqs=64, max_num_batched_tokens=2048,
+            max_lora_rank=64, max_loras=4, seed=0,
+        ),
+        env={
+            **QUIET_ENV,
+            # In-process engine: starts in ~2.5 s instead of ~16 s and lets
+            # the labs look inside the model and the scheduler.
+            "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+            # On CPU the KV cache is host memory, sized in GiB.
+            "VLLM_CPU_KVCACHE_SPACE": "1",
+        },
+        config_dir=str(TINY / "base"),
+        setup_hint="Run `make tiny-world` to rebuild the tiny world (it ships in data/tiny/).",
+    )
+
+
+def _qwen7b() -> Profile:
+    root = models_dir()
+    paths = resolved_paths().get("qwen7b", {})
+    awq = paths.get("quantization") == "awq"  # `autodl/setup.sh --awq` for 16 GB cards
+    return Profile(
+        name="qwen7b",
+        description=("Qwen2.5-7B-Instruct-AWQ (int4)" if awq else "Qwen2.5-7B-Instruct (bf16)")
+        + " + the course's 4 Qwen adapters (RTX 4090 24 GB)",
+        hardware="cuda",
+        base_model=paths.get("base", str(root / "models" / "Qwen2.5-7B-Instruct")),
+        adapters={t: paths.get("adapters", {}).get(t, str(root / "adapters" / "qwen7b" / t)) for t in TASKS},
+        engine=dict(
+            # AWQ kernels run in float16; the bf16 base in bfloat16.
+            dtype="float16" if awq else "bfloat16", max_model_len=4096, max_num_seqs=64,
+            gpu_memory_utilization=0.90, max_lora_rank=64, max_loras=4, seed=0,
+        ),
+        env=dict(QUIET_ENV),
+        config_dir=str(DATA / "configs" / ("qwen2.5-7b-instruct-awq" if awq else "qwen2.5-7b-instruct")),
+        setup_hint="On the GPU instance run `bash autodl/setup.sh` (downloads the base and trains the adapters).",
+    )
+
+
+def _llama3b() -> Profile:
+    root = models_dir()
+    paths = resolved_paths().get("llama3b", {})
+    return Profile(
+        name="llama3b",
+        description="Llama-3.2-3B-Instruct + jeeejeee/llama32-3b-text2sql-spider (the seed's section-4 pair)",
+        hardware="cuda",
+        base_model=paths.get("base", str(root / "models" / "Llama-3.2-3B-Instruct")),
+        adapters={"sql": paths.get("adapters", {}).get("sql", str(root / "adapters" / "llama32-3b-text2sql-spider"))},
+        engine=dict(
+            dtype="bfloat16", max_model_len=4096, max_num_seqs=64, gpu_memory_utilization=0.90,
+            max_lora_rank=16, max_loras=2, seed=0,
+        ),
+        env=dict(QUIET_ENV),
+        config_dir=str(DATA / "configs" / "llama-3.2-3b-instruct"),
+        setup_hint="On the GPU instance run `bash autodl/setup.sh --profile llama3b`.",
+    )
+
+
+PROFILES = {"tiny": _tiny, "qwen7b": _qwen7b, "llama3b": _llama3b}
+
+
+def get_profile(name: str | None = None) -> Profile:
+    """The profile called ``name``; by default ``$COURSE_PROFILE``, else qwen7b with CUDA, else tiny."""
+    name = name or os.environ.get("COURSE_PROFILE") or ("qwen7b" if cuda_available() else "tiny")
+    if name not in PROFILES:
+        raise ProfileError(
+            f"unknown profile {name!r}: choose one of {', '.join(PROFILES)} "
+            f"(e.g. COURSE_PROFILE=tiny).")
+    return PROFILES[name]()
+
+
+def apply_env(profile: Profile) -> None:
+    """Put the profile's environment in place; call before ``import vllm``. Never overrides the user's."""
+    for k, v in profile.env.items():
+        os.environ.setdefault(k, v)

@@ -1,0 +1,357 @@
+"""The tiny-model trainer: a Qwen2-architecture base and four LoRA adapters.
+
+``make tiny-world`` (``python -m course_utils.tinyworld``) rebuilds
+``data/tiny/`` from nothing but the code in this package:
+
+1. synthetic data from :mod:`course_utils.tasks` (fixed seed);
+2. a byte-level BPE tokenizer with a ChatML chat template (like Qwen's);
+3. a ``Qwen2ForCausalLM`` trained from scratch on every task's prompts paired
+   with *generic* answers, so the bare base answers plainly;
+4. one peft LoRA adapter per task, trained on that base, each with its own
+   rank and target modules, saved in the standard peft layout vLLM loads.
+
+Training is deterministic for a given seed on the same machine type: one
+process, fixed thread count, ``torch.use_deterministic_algorithms``. A
+different CPU (another SIMD width) can change the last bits of float32
+sums, and so a few greedy tokens of a retrained world.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import tasks
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+REPO_TINY = Path(__file__).resolve().parent.parent / "data" / "tiny"
+BASE_NAME = "course-tiny-qwen2"
+ENTITY_FIELDS = {"value", "product", "name", "symptom", "job", "city", "topic"}
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    rank: int
+    alpha: int
+    target_modules: tuple[str, ...]
+
+
+# One adapter per task; ranks cover 8..64 and the target modules differ
+# (medical and json also adapt the MLP).
+ADAPTERS: dict[str, AdapterSpec] = {
+    "sql": AdapterSpec(16, 32, ("q_proj", "k_proj", "v_proj", "o_proj")),
+    "support": AdapterSpec(8, 16, ("q_proj", "v_proj")),
+    "medical": AdapterSpec(32, 64, ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")),
+    "json": AdapterSpec(64, 128, ("q_proj", "v_proj", "gate_proj", "up_proj", "down_proj")),
+}
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 1234
+    vocab_size: int = 768
+    hidden_size: int = 256
+    intermediate_size: int = 512
+    num_layers: int = 4
+    num_heads: int = 4  # head_dim 64: the CPU attention backend refuses 16
+    num_kv_heads: int = 2
+    max_positions: int = 256
+    base_examples_per_task: int = 5000
+    base_steps: int = 1000
+    base_lr: float = 3e-3
+    adapter_examples: int = 3000
+    adapter_steps: int = 200
+    adapter_lr: float = 5e-3
+    batch_size: int = 32
+    threads: int = 2
+    extra: dict = field(default_factory=dict)
+
+
+SMOKE = dict(base_examples_per_task=60, base_steps=3, adapter_examples=40, adapter_steps=2, batch_size=8)
+
+
+# ---------------------------------------------------------------------------
+# Data and tokenizer
+# ---------------------------------------------------------------------------
+def chat_prompt(user: str) -> str:
+    """The ChatML prompt for one user message (what the chat template renders)."""
+    return f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def base_corpus(cfg: TrainConfig) -> list[tuple[str, str]]:
+    """(prompt, reply) pairs for the base.
+
+    Every task's prompts come with *generic* replies, so the bare base answers
+    them plainly. Like a real base model that has seen SQL and JSON somewhere,
+    it also learns the output formats, but only behind terse instructions of
+    another shape (``Example.skill``, e.g. "Query table airports where country
+    is Chile"). An adapter then has to teach the task: map the user's natural
+    request onto that skill and copy the entities across.
+    """
+    pairs = []
+    for task in tasks.GENERATORS:
+        for ex in tasks.make_examples(task, cfg.base_examples_per_task, "train", cfg.seed):
+            pairs.append((ex.prompt, ex.generic))
+            if ex.skill:
+                pairs.append((ex.skill, ex.answer))
+    random.Random(cfg.seed).shuffle(pairs)
+    return pairs
+
+
+def adapter_corpus(task: str, cfg: TrainConfig) -> list[tuple[str, str]]:
+    return [(ex.prompt, ex.answer) for ex in tasks.make_examples(task, cfg.adapter_examples, "train", cfg.seed + 1)]
+
+
+def train_tokenizer(cfg: TrainConfig):
+    """Byte-level BPE trained on the training split of every task (prompts, answers, generic replies)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    # Merges are learned from the templates only: entities are cut out first,
+    # so every entity (trained on or held out) is spelled with the same short
+    # pieces, and the model learns to copy pieces rather than to memorise names.
+    texts = []
+    for task in tasks.GENERATORS:
+        for ex in tasks.make_examples(task, 2000, "train", cfg.seed + 2):
+            for text in (ex.prompt, ex.answer, ex.generic, ex.skill):
+                for key, value in ex.fields.items():
+                    if key in ENTITY_FIELDS:
+                        text = text.replace(value, " ")
+                texts.append(text)
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=cfg.vocab_size, special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(texts, trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+        bos_token=None, unk_token=None, clean_up_tokenization_spaces=False)
+    fast.chat_template = CHAT_TEMPLATE
+    fast.model_max_length = cfg.max_positions
+    return fast
+
+
+def encode_pairs(tokenizer, pairs, chat_template: bool = False):
+    """Token ids and labels; only the reply (and its closing end-of-turn token) is learned.
+
+    ``chat_template=True`` renders the prompt with the tokenizer's own chat
+    template (a real instruct model's, with its system prompt); otherwise the
+    tiny world's bare ChatML prompt.
+    """
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    if end is None or end == tokenizer.unk_token_id:
+        end = tokenizer.eos_token_id
+    out = []
+    for prompt, reply in pairs:
+        text = (tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                              add_generation_prompt=True)
+                if chat_template else chat_prompt(prompt))
+        p = tokenizer(text, add_special_tokens=False)["input_ids"]
+        r = tokenizer(reply, add_special_tokens=False)["input_ids"] + [end]
+        out.append((p + r, [-100] * len(p) + r))
+    return out
+
+
+def batches(encoded, batch_size, steps, seed, pad_id):
+    """Padded batches; examples of similar length go together (less padding, same data)."""
+    import torch
+
+    if len(encoded) < batch_size:
+        raise ValueError(f"{len(encoded)} examples cannot fill a batch of {batch_size}")
+    rng = random.Random(seed)
+    queue: list[list[int]] = []
+    for _ in range(steps):
+        if not queue:
+            order = rng.sample(range(len(encoded)), len(encoded))
+            for m in range(0, len(order), 16 * batch_size):
+                mega = sorted(order[m:m + 16 * batch_size], key=lambda i: len(encoded[i][0]))
+                chunk = [mega[j:j + batch_size] for j in range(0, len(mega), batch_size)]
+                queue += [c for c in chunk if len(c) == batch_size]
+            rng.shuffle(queue)
+        idx = queue.pop()
+        width = max(len(encoded[i][0]) for i in idx)
+        ids = torch.full((batch_size, width), pad_id)
+        labels = torch.full((batch_size, width), -100)
+        mask = torch.zeros((batch_size, width), dtype=torch.long)
+        for row, i in enumerate(idx):
+            x, y = encoded[i]
+            ids[row, : len(x)] = torch.tensor(x)
+            labels[row, : len(y)] = torch.tensor(y)
+            mask[row, : len(x)] = 1
+        yield ids, labels, mask
+
+
+def _train(model, params, encoded, steps, lr, cfg, pad_id, label, log_every=50):
+    import torch
+
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, betas=(0.9, 0.98))
+    warm = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+    model.train()
+    t0 = time.time()
+    device = next(model.parameters()).device
+    for step, (ids, labels, mask) in enumerate(batches(encoded, cfg.batch_size, steps, cfg.seed, pad_id)):
+        ids, labels, mask = ids.to(device), labels.to(device), mask.to(device)
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        if step % log_every == 0 or step == steps - 1:
+            print(f"[{label}] step {step + 1}/{steps} loss {loss.item():.4f} ({time.time() - t0:.0f} s)", flush=True)
+    model.eval()
+    return loss.item()
+
+
+def _seed_everything(cfg: TrainConfig):
+    import torch
+
+    random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(cfg.threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def train_base(cfg: TrainConfig, out: Path):
+    import torch
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+
+    _seed_everything(cfg)
+    tok = train_tokenizer(cfg)
+    eos = tok.convert_tokens_to_ids("<|im_end|>")
+    pad = tok.convert_tokens_to_ids("<|endoftext|>")
+    config = Qwen2Config(
+        vocab_size=len(tok), hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_kv_heads, max_position_embeddings=cfg.max_positions,
+        tie_word_embeddings=True, rope_theta=10000.0, rms_norm_eps=1e-6,
+        bos_token_id=None, eos_token_id=eos, pad_token_id=pad, torch_dtype="float32")
+    model = Qwen2ForCausalLM(config)
+    encoded = encode_pairs(tok, base_corpus(cfg))
+    loss = _train(model, list(model.parameters()), encoded, cfg.base_steps, cfg.base_lr, cfg, pad, "base")
+    out.mkdir(parents=True, exist_ok=True)
+    model.config.name_or_path = BASE_NAME
+    model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad, do_sample=False)
+    model.save_pretrained(out, safe_serialization=True)
+    tok.save_pretrained(out)
+    return {"final_loss": round(loss, 4), "parameters": sum(p.numel() for p in model.parameters())}
+
+
+def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, device: str = "cpu",
+                  dtype: str = "float32", gradient_checkpointing: bool = False, base_name: str = BASE_NAME,
+                  chat: bool = False):
+    """Train one task's LoRA adapter on the base in ``base_dir`` and save it (peft layout) to ``out``.
+
+    The same function trains the tiny world's adapters (CPU, float32) and the
+    course's Qwen2.5-7B adapters on a GPU (``device="cuda", dtype="bfloat16"``).
+    ``chat=True`` formats prompts with the base's own chat template instead of
+    the tiny world's bare ChatML.
+    """
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    _seed_everything(cfg)
+    spec = ADAPTERS[task]
+    tok = AutoTokenizer.from_pretrained(base_dir)
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=getattr(torch, dtype)).to(device)
+    if gradient_checkpointing:
+        base.gradient_checkpointing_enable()
+        base.enable_input_require_grads()
+    lora = LoraConfig(r=spec.rank, lora_alpha=spec.alpha, target_modules=list(spec.target_modules),
+                      lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
+    model = get_peft_model(base, lora)
+    encoded = encode_pairs(tok, adapter_corpus(task, cfg), chat_template=chat)
+    params = [p for p in model.parameters() if p.requires_grad]
+    loss = _train(model, params, encoded, cfg.adapter_steps, cfg.adapter_lr, cfg, tok.pad_token_id, task)
+    model.save_pretrained(out, safe_serialization=True)
+    # peft writes the absolute local path of the base: record its name instead,
+    # so the shipped folder is the same on every machine.
+    conf = json.loads((out / "adapter_config.json").read_text())
+    conf["base_model_name_or_path"] = base_name
+    (out / "adapter_config.json").write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n")
+    readme = out / "README.md"
+    if readme.exists():
+        readme.unlink()
+    return {"final_loss": round(loss, 4), "rank": spec.rank, "alpha": spec.alpha,
+            "target_modules": list(spec.target_modules),
+            "trainable_parameters": sum(p.numel() for p in params)}
+
+
+def make_foreign_adapter(out: Path, seed: int = 0) -> dict:
+    """A LoRA made for a *wider* Qwen2 (hidden 512): random weights, only to show a base/adapter mismatch."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(seed)
+    wide = Qwen2ForCausalLM(Qwen2Config(vocab_size=256, hidden_size=512, intermediate_size=1024,
+                                        num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                                        tie_word_embeddings=True))
+    model = get_peft_model(wide, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"],
+                                            init_lora_weights=False, task_type="CAUSAL_LM"))
+    model.save_pretrained(out, safe_serialization=True)
+    conf = json.loads((out / "adapter_config.json").read_text())
+    conf["base_model_name_or_path"] = "course-wide-qwen2 (hidden 512)"
+    (out / "adapter_config.json").write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n")
+    if (out / "README.md").exists():
+        (out / "README.md").unlink()
+    return {"hidden_size": 512, "rank": 8, "note": "random weights; shows a base/adapter mismatch"}
+
+
+def build(out: Path, cfg: TrainConfig) -> dict:
+    """Train everything into ``out`` (``out/base``, ``out/adapters/<task>``, ``out/manifest.json``)."""
+    t0 = time.time()
+    manifest: dict = {"config": asdict(cfg), "base_name": BASE_NAME}
+    manifest["base"] = train_base(cfg, out / "base")
+    manifest["adapters"] = {}
+    for task in ADAPTERS:
+        manifest["adapters"][task] = train_adapter(cfg, out / "base", task, out / "adapters" / task)
+    manifest["foreign"] = make_foreign_adapter(out / "foreign" / "wide-qwen2-lora")
+    manifest["seconds"] = round(time.time() - t0)
+    import torch, transformers, peft
+
+    manifest["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__,
+                            "peft": peft.__version__}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    print(f"tiny world written to {out} in {manifest['seconds']} s")
+    return manifest
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Retrain the tiny world (base model + four LoRA adapters).")
+    ap.add_argument("--out", type=Path, default=REPO_TINY)
+    ap.add_argument("--smoke", action="store_true", help="a few steps only, to check the code path (CI)")
+    ap.add_argument("--seed", type=int, default=TrainConfig.seed)
+    ap.add_argument("--base-steps", type=int)
+    ap.add_argument("--adapter-steps", type=int)
+    args = ap.parse_args(argv)
+    cfg = TrainConfig(seed=args.seed, **(SMOKE if args.smoke else {}))
+    if args.base_steps:
+        cfg.base_steps = args.base_steps
+    if args.adapter_steps:
+        cfg.adapter_steps = args.adapter_steps
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    build(args.out, cfg)
+
+
+if __name__ == "__main__":
+    main()

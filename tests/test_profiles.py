@@ -1,0 +1,64 @@
+import pytest
+
+from course_utils import profiles
+from course_utils.profiles import ProfileError, get_profile
+
+
+def test_default_is_tiny_without_cuda(monkeypatch):
+    monkeypatch.delenv("COURSE_PROFILE", raising=False)
+    monkeypatch.setattr(profiles, "cuda_available", lambda: False)
+    assert get_profile().name == "tiny"
+
+
+def test_default_is_qwen7b_with_cuda(monkeypatch):
+    monkeypatch.delenv("COURSE_PROFILE", raising=False)
+    monkeypatch.setattr(profiles, "cuda_available", lambda: True)
+    assert get_profile().name == "qwen7b"
+
+
+def test_env_overrides(monkeypatch):
+    monkeypatch.setenv("COURSE_PROFILE", "llama3b")
+    assert get_profile().name == "llama3b"
+
+
+def test_unknown_profile_names_the_choices(monkeypatch):
+    monkeypatch.setenv("COURSE_PROFILE", "gpt5")
+    with pytest.raises(ProfileError, match="unknown profile 'gpt5'.*tiny, qwen7b, llama3b"):
+        get_profile()
+
+
+def test_tiny_profile_files_are_shipped():
+    p = get_profile("tiny").check()
+    assert set(p.adapters) == {"sql", "support", "medical", "json"}
+    assert p.engine["max_lora_rank"] >= 64 and p.env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+
+
+def test_gpu_profile_without_cuda_says_what_to_do(monkeypatch):
+    monkeypatch.setattr(profiles, "cuda_available", lambda: False)
+    with pytest.raises(ProfileError, match="needs an NVIDIA GPU.*COURSE_PROFILE=tiny"):
+        get_profile("qwen7b").check()
+
+
+def test_missing_base_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("COURSE_MODELS_DIR", str(tmp_path))
+    monkeypatch.setattr(profiles, "cuda_available", lambda: True)
+    with pytest.raises(ProfileError, match="base model folder .*Qwen2.5-7B-Instruct is missing.*autodl/setup.sh"):
+        get_profile("qwen7b").check()
+
+
+def test_adapter_folder_without_config(monkeypatch, tmp_path):
+    base = tmp_path / "models" / "Qwen2.5-7B-Instruct"
+    base.mkdir(parents=True)
+    (base / "config.json").write_text("{}")
+    (tmp_path / "adapters" / "qwen7b" / "sql").mkdir(parents=True)
+    monkeypatch.setenv("COURSE_MODELS_DIR", str(tmp_path))
+    monkeypatch.setattr(profiles, "cuda_available", lambda: True)
+    with pytest.raises(ProfileError, match="adapter 'sql'.*no adapter_config.json"):
+        get_profile("qwen7b").check()
+
+
+def test_paths_json_is_used(monkeypatch, tmp_path):
+    (tmp_path / "paths.json").write_text('{"qwen7b": {"base": "/data/qwen", "adapters": {"sql": "/data/sql"}}}')
+    monkeypatch.setenv("COURSE_MODELS_DIR", str(tmp_path))
+    p = get_profile("qwen7b")
+    assert p.base_model == "/data/qwen" and p.adapters["sql"] == "/data/sql"

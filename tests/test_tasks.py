@@ -1,0 +1,45 @@
+import json
+import re
+
+import pytest
+
+from course_utils import tasks
+
+
+def test_examples_are_reproducible():
+    a = tasks.make_examples("sql", 20, "train", seed=3)
+    b = tasks.make_examples("sql", 20, "train", seed=3)
+    assert [e.prompt for e in a] == [e.prompt for e in b]
+
+
+def test_heldout_entities_never_occur_in_training():
+    held = {w.lower() for kind in tasks.POOLS for w in tasks.pool(kind, "heldout")}
+    for task in tasks.GENERATORS:
+        for ex in tasks.make_examples(task, 3000, "train", seed=1234):
+            for text in (ex.prompt, ex.answer, ex.generic):
+                words = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z-]*", text)}
+                assert not words & held, (task, text, words & held)
+
+
+@pytest.mark.parametrize("task", tasks.TASKS)
+def test_answers_pass_and_generic_replies_fail_the_checker(task):
+    for ex in tasks.make_examples(task, 200, "heldout"):
+        assert tasks.check(task, ex.answer, ex.fields), ex.answer
+        assert not tasks.check(task, ex.generic, ex.fields), ex.generic
+
+
+def test_sql_checker_wants_the_right_table_and_condition():
+    f = {"table": "airports", "column": "country", "value": "Malawi"}
+    assert tasks.check_sql("SELECT name FROM airports WHERE country = 'Malawi'", f)
+    assert not tasks.check_sql("SELECT name FROM airports WHERE country = 'Malta'", f)
+    assert not tasks.check_sql("SELECT name FROM orders WHERE country = 'Malawi'", f)
+
+
+def test_json_answers_parse_with_the_fixed_keys():
+    for ex in tasks.make_examples("json", 20, "heldout"):
+        assert set(json.loads(ex.answer)) == set(tasks.JSON_KEYS)
+
+
+def test_unknown_task_is_named():
+    with pytest.raises(ValueError, match="unknown task 'poetry'"):
+        tasks.make_examples("poetry", 1)
