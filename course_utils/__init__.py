@@ -13,10 +13,10 @@ The labs show the real vLLM code; these helpers do the plumbing:
 
 from .adapters import AdapterError, check_adapter, read_adapter
 from . import profiles
-from .lab import fmt_seconds, start, timer, vllm_version
+from .lab import fmt_seconds, measure, start, timer, vllm_version
 from .prompts import chat_prompt
 from .profiles import Profile, ProfileError, get_profile
 from .record import RecordingError, ReplayMiss
 
 __all__ = ["AdapterError", "Profile", "ProfileError", "RecordingError", "ReplayMiss", "check_adapter",
-           "chat_prompt", "fmt_seconds", "get_profile", "profiles", "read_adapter", "start", "timer", "vllm_version"]
+           "chat_prompt", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "start", "timer", "vllm_version"]

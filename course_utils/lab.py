@@ -102,6 +102,12 @@ class timer:
         return False
 
 
+def measure(name: str, llm, fn):
+    """``fn(llm)`` on a live engine (a memory walk, a block count); in read mode, what it returned when recorded."""
+    key = [getattr(llm, "_course_key", None), name]
+    return record.current().run("measure", key, lambda: fn(llm), describe=name)
+
+
 def vllm_version() -> str:
     """``vllm.__version__`` of the installed vLLM (in read mode: of the one that made the recording)."""
     import vllm

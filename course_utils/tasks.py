@@ -14,6 +14,7 @@ facts a checker may compare against.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -112,30 +113,37 @@ POOLS = {
 }
 
 
-_SYLLABLES = "ba be bi bo bu da de di do ka ke ki ko la le li lo lu ma me mi mo na ne ni no ra re ri ro sa se si so ta te ti to va ve vi wa za zo".split()
+_LETTERS = "abcdefghijklmnoprstuvwyz"
 _CAPITALISED = {"country", "city", "name"}
 
 
 def pseudo_word(rng: random.Random, kind: str) -> str:
-    """A made-up entity (e.g. 'Kolimare'): teaches copying, never a real held-out name."""
-    w = "".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4)))
+    """A made-up entity of random letters (e.g. 'Kbotrue'). No prior predicts it, so the only way to
+    get it right is to copy it from the prompt: that is what makes copying generalise to unseen names."""
+    w = "".join(rng.choice(_LETTERS) for _ in range(rng.randint(4, 9)))
     return w.capitalize() if kind in _CAPITALISED else w
+
+
+def fresh_pseudo_word(rng: random.Random, kind: str) -> str:
+    """A made-up word that is not, by chance, one of the held-out entities."""
+    while (w := pseudo_word(rng, kind)).lower() in _heldout_lower():
+        pass
+    return w
 
 
 def pick(rng: random.Random, kind: str, split: str) -> str:
     """One entity for ``split``; training mixes in made-up words so copying generalises."""
     if split == "train" and rng.random() < PSEUDO_RATE:
-        while (w := pseudo_word(rng, kind)).lower() in _heldout_lower():
-            pass
-        return w
+        return fresh_pseudo_word(rng, kind)
     return rng.choice(pool(kind, split))
 
 
 PSEUDO_RATE = 0.5
 
 
-def _heldout_lower() -> set[str]:
-    return {w.lower() for kind in POOLS for w in pool(kind, "heldout")}
+@functools.lru_cache(maxsize=1)
+def _heldout_lower() -> frozenset[str]:
+    return frozenset(w.lower() for kind in POOLS for w in pool(kind, "heldout"))
 
 
 def pool(kind: str, split: str) -> list[str]:
@@ -302,7 +310,18 @@ def _chat(rng: random.Random, split: str) -> Example:
     return Example("chat", prompt, answer, answer, {"topic": t})
 
 
-GENERATORS = {"sql": _sql, "support": _support, "medical": _medical, "json": _json, "chat": _chat}
+def _repeat(rng: random.Random, split: str) -> Example:
+    """Copy practice for the base: made-up words and numbers to repeat exactly (copying is what the
+    adapters later rely on to carry an unseen entity from the prompt into their format)."""
+    words = [fresh_pseudo_word(rng, rng.choice(["country", "product"])) for _ in range(rng.randint(1, 3))]
+    if rng.random() < 0.3:
+        words.insert(rng.randrange(len(words) + 1), str(rng.randrange(1, 100)))
+    text = " ".join(words)
+    return Example("repeat", f"Repeat exactly: {text}", text, text, {"value": text})
+
+
+GENERATORS = {"sql": _sql, "support": _support, "medical": _medical, "json": _json, "chat": _chat,
+              "repeat": _repeat}
 
 
 def make_examples(task: str, n: int, split: str = "train", seed: int = 0) -> list[Example]:

@@ -69,7 +69,7 @@ class TrainConfig:
     num_kv_heads: int = 2
     max_positions: int = 256
     base_examples_per_task: int = 5000
-    base_steps: int = 1000
+    base_steps: int = 1200
     base_lr: float = 3e-3
     adapter_examples: int = 3000
     adapter_steps: int = 200

@@ -87,17 +87,15 @@ def decode_outputs(data) -> list[RequestOutput]:
     return res
 
 
-_engine_counts: dict[str, int] = {}
+def _engine_key(kwargs: dict) -> dict:
+    """An engine is known by its settings. Two engines with the same settings share keys; their
+    calls are told apart by order (Session.run counts repeats), which also lets a reader re-run a cell."""
+    return kwargs
 
 
-def _engine_key(kwargs: dict) -> list:
-    """An engine is known by its settings and by how many engines with the same settings came before."""
-    from .record import call_key
-
-    k = call_key("LLM", kwargs)
-    n = _engine_counts.get(k, 0)
-    _engine_counts[k] = n + 1
-    return [kwargs, n]
+def generate_key(engine_key, prompts, sampling_params, lora_request) -> list:
+    """The key of one ``llm.generate`` call: the engine, the prompts, the sampling and the adapters."""
+    return [engine_key, prompts_key(prompts), sampling_key(sampling_params), lora_key(lora_request)]
 
 
 def _describe_generate(prompts, lora_request) -> str:
@@ -132,8 +130,7 @@ def instrument() -> None:
 
     @functools.wraps(orig_generate)
     def generate(self, prompts=None, sampling_params=None, *args, **kwargs):
-        key = [getattr(self, "_course_key", None), prompts_key(prompts), sampling_key(sampling_params),
-               lora_key(kwargs.get("lora_request"))]
+        key = generate_key(getattr(self, "_course_key", None), prompts, sampling_params, kwargs.get("lora_request"))
         return current().run("generate", key, lambda: orig_generate(self, prompts, sampling_params, *args, **kwargs),
                              encode=encode_outputs, describe=_describe_generate(prompts, kwargs.get("lora_request")))
 
@@ -210,8 +207,7 @@ class ReplayLLM:
         self.llm_engine = _ReplayEngine(key)
 
     def generate(self, prompts=None, sampling_params=None, *args, **kwargs):
-        key = [self._course_key, prompts_key(prompts), sampling_key(sampling_params),
-               lora_key(kwargs.get("lora_request"))]
+        key = generate_key(self._course_key, prompts, sampling_params, kwargs.get("lora_request"))
         return current().run("generate", key, None, decode=decode_outputs,
                              describe=_describe_generate(prompts, kwargs.get("lora_request")))
 
