@@ -6,17 +6,18 @@ The labs show the real vLLM code; these helpers do the plumbing:
 - :mod:`~course_utils.lab`: ``start()`` (profile, mode, banner) and ``timer``;
 - :mod:`~course_utils.record`: record live runs, replay them in read mode;
 - :mod:`~course_utils.adapters`: check an adapter before vLLM sees it;
+- :mod:`~course_utils.server`: start, diagnose and always stop a vLLM OpenAI-compatible server;
 - :mod:`~course_utils.tasks`: the four synthetic tasks and their format checks;
 - :mod:`~course_utils.tinyworld`: the tiny-model trainer (``make tiny-world``);
 - :mod:`~course_utils.quality`: the tiny world's held-out quality table (``make eval``).
 """
 
 from .adapters import AdapterError, check_adapter, read_adapter
-from . import profiles
+from . import profiles, server
 from .lab import fmt_seconds, measure, start, timer, vllm_version
 from .prompts import chat_prompt
 from .profiles import Profile, ProfileError, get_profile
 from .record import RecordingError, ReplayMiss
 
 __all__ = ["AdapterError", "Profile", "ProfileError", "RecordingError", "ReplayMiss", "check_adapter",
-           "chat_prompt", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "start", "timer", "vllm_version"]
+           "chat_prompt", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "server", "start", "timer", "vllm_version"]

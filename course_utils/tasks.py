@@ -340,6 +340,13 @@ _SQL_RE = re.compile(r"^\s*SELECT\s+(?:\w+|COUNT\(\*\))\s+FROM\s+(\w+)\s+WHERE\s
 
 
 def check_sql(output: str, fields: dict) -> bool:
+    """One SELECT ... FROM <right table> WHERE <right column> = '<a value>'."""
+    m = _SQL_RE.match(output)
+    return bool(m) and m.group(1) == fields["table"] and m.group(2) == fields["column"] and bool(m.group(3))
+
+
+def sql_value_exact(output: str, fields: dict) -> bool:
+    """Stricter than the format: the condition's value is the prompt's entity, spelled exactly."""
     m = _SQL_RE.match(output)
     return bool(m) and m.groups() == (fields["table"], fields["column"], fields["value"])
 

@@ -31,8 +31,12 @@ def test_answers_pass_and_generic_replies_fail_the_checker(task):
 def test_sql_checker_wants_the_right_table_and_condition():
     f = {"table": "airports", "column": "country", "value": "Malawi"}
     assert tasks.check_sql("SELECT name FROM airports WHERE country = 'Malawi'", f)
-    assert not tasks.check_sql("SELECT name FROM airports WHERE country = 'Malta'", f)
+    assert tasks.check_sql("SELECT name FROM airports WHERE country = 'Malwai'", f)  # format right, value misspelt
+    assert not tasks.sql_value_exact("SELECT name FROM airports WHERE country = 'Malwai'", f)
+    assert tasks.sql_value_exact("SELECT name FROM airports WHERE country = 'Malawi'", f)
     assert not tasks.check_sql("SELECT name FROM orders WHERE country = 'Malawi'", f)
+    assert not tasks.check_sql("SELECT name FROM airports WHERE city = 'Malawi'", f)
+    assert not tasks.check_sql("SELECT name FROM airports WHERE country = ''", f)
 
 
 def test_json_answers_parse_with_the_fixed_keys():

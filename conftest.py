@@ -1,4 +1,6 @@
-"""nbval: compare every cell's outputs except stderr.
+"""pytest configuration for the labs (nbval).
+
+nbval: compare every cell's outputs except stderr.
 
 vLLM and its libraries write environment noise to stderr that no setting
 removes entirely (a Triton notice, a C++ NUMA-binding warning with a timestamp,

@@ -1,0 +1,304 @@
+"""The self-test (Lab 06): questions whose answers quote what the other labs measured.
+
+The figures are read from the labs' recordings (``data/recordings/<profile>/<lab>.json``:
+the recorded ``calls`` and ``facts``), or computed with the memory and FLOP
+models, never typed in. Pure Python: runs the same in read mode.
+
+Each question renders as an HTML ``<details>`` element (the answer opens on
+click in Jupyter and in static renderings) and as plain text (the question and
+its answer, always visible: what nbval compares and what a terminal shows).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass
+
+from . import flops, memory
+from .lab import fmt_seconds
+from .record import REPO, RecordingError, recording_path
+
+QWEN = "qwen2.5-7b-instruct"
+
+
+# ---------------------------------------------------------------------------
+# Reading recordings
+# ---------------------------------------------------------------------------
+
+def load(lab: str, profile: str = "tiny") -> dict:
+    """The recording of ``lab`` (its provenance, facts and calls)."""
+    path = recording_path(profile, lab)
+    if not path.is_file():
+        raise RecordingError(f"the self-test quotes {path.relative_to(REPO)}, which does not exist; "
+                             f"record that lab first: `make record PROFILE={profile}`.")
+    return json.loads(path.read_text())
+
+
+def user_text(prompt: str) -> str:
+    """The user's message inside a chat-template prompt (the prompt itself if there is no template)."""
+    m = re.search(r"<\|im_start\|>user\n(.*?)<\|im_end\|>", prompt or "", re.S)
+    return m.group(1) if m else (prompt or "")
+
+
+def _engine(key) -> dict:
+    """The engine settings inside a recorded engine key (a dict, or a list that holds one)."""
+    if isinstance(key, dict):
+        return key
+    if isinstance(key, list):
+        for k in key:
+            if isinstance(k, dict) and "model" in k:
+                return k
+    return {}
+
+
+def _lora(arg):
+    """(name, id) of a recorded LoRARequest key, None for no adapter."""
+    return None if arg is None else (arg[0], arg[1])
+
+
+def generations(rec: dict) -> list[dict]:
+    """Every recorded ``generate`` call: engine settings, adapters (one per row), rows (prompt, text, tokens)."""
+    out = []
+    for c in rec["calls"]:
+        if c["kind"] != "generate" or "result" not in c:
+            continue
+        engine_key, _prompts, _sp, lora = c["args"]
+        rows = c["result"]
+        is_list = isinstance(lora, list) and (not lora or not isinstance(lora[0], str))
+        out.append({"engine": _engine(engine_key), "list": is_list,
+                    "lora": [_lora(x) for x in lora] if is_list else [_lora(lora)] * len(rows),
+                    "rows": [{"prompt": user_text(r["prompt"]), "text": r["outputs"][0]["text"].strip(),
+                              "tokens": r["outputs"][0]["token_ids"]} for r in rows]})
+    return out
+
+
+def timing(rec: dict, label: str) -> float | None:
+    for c in rec["calls"]:
+        if c["kind"] == "timing" and c["args"] == [label] and "result" in c:
+            return c["result"]
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Figures of Lab 01 (offline heterogeneous batch)
+# ---------------------------------------------------------------------------
+
+def lab01_figures(rec: dict) -> dict:
+    gens = generations(rec)
+    batch = next(g for g in gens if g["list"] and len(set(g["lora"])) > 1)
+    later = gens[gens.index(batch) + 1:]
+    # Each batch row against the first later call that ran the same prompt with the same adapter alone.
+    same = total = 0
+    for lora, row in zip(batch["lora"], batch["rows"]):
+        alone = next((r for g in later if not g["list"] for lo, r in zip(g["lora"], g["rows"])
+                      if lo == lora and r["prompt"] == row["prompt"]), None)
+        if alone is not None:
+            total += 1
+            same += alone["text"] == row["text"]
+
+    def single(lora, prompt_start):
+        return next((r["text"] for g in gens if not g["list"] for lo, r in zip(g["lora"], g["rows"])
+                     if lo == lora and r["prompt"].startswith(prompt_start)), None)
+
+    complaint = "Customer complaint"
+    one_request = next((g for g in gens if not g["list"] and len(g["rows"]) >= 3
+                        and len({r["prompt"].split(":")[0] for r in g["rows"]}) >= 3 and g["lora"][0]), None)
+    defaults = rec["facts"].get("LoRAConfig.defaults", {})
+    first_engine = next((_engine(c["args"]) for c in rec["calls"] if c["kind"] == "LLM"), {})
+    return {
+        "batch_rows": len(batch["rows"]), "batch_adapters": len({x for x in batch["lora"] if x}),
+        "batch_base_rows": sum(x is None for x in batch["lora"]), "same": same, "compared": total,
+        "support_right_id": single(("support", 2), complaint), "sql_id1": single(("sql", 1), complaint),
+        "support_reused_id": single(("support", 1), complaint),
+        "single_request": [(r["prompt"], r["text"]) for r in one_request["rows"]] if one_request else [],
+        "single_request_adapter": one_request["lora"][0][0] if one_request else None,
+        "max_loras_default": defaults.get("max_loras"), "max_lora_rank_default": defaults.get("max_lora_rank"),
+        "max_cpu_loras_default": defaults.get("max_cpu_loras"),
+        "engine_max_loras": first_engine.get("max_loras"),
+        "t_batch": timing(rec, "generate, max_loras=4"), "t_default": timing(rec, "generate, max_loras default"),
+        "vllm": rec["provenance"].get("vllm_version"), "recorded": rec["provenance"].get("date"),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Figures of Lab 05 (source tour: from scratch, merge vs runtime)
+# ---------------------------------------------------------------------------
+
+def lab05_figures(rec: dict) -> dict:
+    gens = generations(rec)
+    runtime, merged = {}, {}
+    for g in gens:
+        model = str(g["engine"].get("model", ""))
+        target = merged if "05_merged" in model else runtime if g["engine"].get("enable_lora") else None
+        if target is None:
+            continue
+        for lo, r in zip(g["lora"], g["rows"]):
+            name = lo[0] if lo else model.rstrip("/").rsplit("/", 1)[-1]
+            target.setdefault((name, r["prompt"]), r["tokens"])
+    pairs = [(k, runtime[k], merged[k]) for k in merged if k in runtime]
+    checks = [c["result"] for c in rec["calls"] if c["kind"] == "check" and "result" in c]
+    ops = next((c for c in checks if isinstance(c, dict)), {})
+    peft = next((c for c in checks if isinstance(c, list)), [])
+    return {
+        "merged_adapters": sorted({k[0] for k in merged}), "pairs": len(pairs),
+        "same": sum(a == b for _, a, b in pairs),
+        "ops_worst": max((v for k, v in ops.items() if k.startswith("max |mine")), default=None),
+        "peft_worst": max((r["max |mine - peft|"] for r in peft), default=None),
+        "moved": [c["result"] for c in rec["calls"] if c["kind"] == "source" and "result" in c
+                  and c["result"].get("status") == "missing"],
+    }
+
+
+# ---------------------------------------------------------------------------
+# Figures from the memory and FLOP models (Qwen2.5-7B-Instruct, RTX 4090)
+# ---------------------------------------------------------------------------
+
+def model_figures() -> dict:
+    thirty = memory.full_finetunes_vs_adapters(QWEN, n=30, rank=16)
+    card = memory.adapters_on_one_card(QWEN, n=30, rank=16, max_loras=4)
+    fig = memory.rtx4090_figures(QWEN, ranks=(16, 256))
+    return {
+        "base_gb": thirty["base"] / 1e9, "adapter_mb": thirty["adapter"] / 1e6,
+        "thirty_full_gb": thirty["full_copies"] / 1e9, "thirty_lora_gb": thirty["base_plus_adapters"] / 1e9,
+        "seqs_4_slots": card["slots"].kv.concurrent_seqs,
+        "weights_gib": fig["weights_bf16"] / memory.GiB,
+        "buffers_r16_gib": fig["plans"][16].lora_buffers / memory.GiB,
+        "buffers_r256_gib": fig["plans"][256].lora_buffers / memory.GiB,
+        "seqs_r16": fig["plans"][16].kv.concurrent_seqs, "seqs_r256": fig["plans"][256].kv.concurrent_seqs,
+        "blocks_r16": fig["plans"][16].kv.num_blocks, "blocks_r256": fig["plans"][256].kv.num_blocks,
+        "context": fig["plans"][16].kv.context_len,
+        "flops": {r: flops.overhead(QWEN, r)["fraction"] for r in (8, 16, 32, 64)},
+    }
+
+
+# ---------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------
+
+@dataclass
+class Question:
+    number: int
+    question: str
+    answer: str
+    source: str = ""  # where the figures come from
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in self.answer.split("\n\n"))
+        src = f"<p><small>{html.escape(self.source)}</small></p>" if self.source else ""
+        page = (f"<details style='margin:0.6em 0'><summary><b>Q{self.number}.</b> {html.escape(self.question)}"
+                f" <i>(点击展开答案)</i></summary><div style='margin:0.4em 1.2em'>{paragraphs}{src}</div></details>")
+        return {"text/html": page, "text/plain": str(self)}
+
+    def __str__(self):
+        tail = f"\n   [{self.source}]" if self.source else ""
+        return f"Q{self.number}. {self.question}\nA: {self.answer}{tail}"
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.2f}%"
+
+
+def secs(x) -> str:
+    return fmt_seconds(x) if isinstance(x, (int, float)) else "?"
+
+
+# ---------------------------------------------------------------------------
+# The questions
+# ---------------------------------------------------------------------------
+
+def questions(f01: dict, f05: dict, fm: dict) -> list[Question]:
+    """The seed's three section-9 questions, then the labs' findings; answers quote the figures."""
+    qs = []
+    add = lambda q, a, src="": qs.append(Question(len(qs) + 1, q, a, src))
+
+    add("为什么一张 24 GB 卡能服务一个 7B 模型的 30 个 LoRA 微调，却装不下 30 个全量微调——是什么让 adapter 变小？",
+        f"全量微调的每一份都是完整模型：Qwen2.5-7B-Instruct 的 bf16 权重约 {fm['base_gb']:.1f} GB，30 份约 "
+        f"{fm['thirty_full_gb']:.0f} GB，一张卡不可能。LoRA 只存低秩更新 ΔW = BA：每个 d×k 的投影只存 r(d+k) 个参数"
+        f"（4096×4096、r=16 时少 128 倍）。一个作用于全部 7 个投影的秩 16 adapter 约 {fm['adapter_mb']:.0f} MB，"
+        f"一份基座加 30 个 adapter 共约 {fm['thirty_lora_gb']:.1f} GB，而且这 30 个平时放在主机内存"
+        f"（max_cpu_loras），GPU 上只有 max_loras 个槽位：4 个秩 16 槽位时，这张卡还能同时容纳 "
+        f"{fm['seqs_4_slots']} 条 4k 上下文的序列（Lab 02 的显存模型）。",
+        "memory model, Qwen2.5-7B-Instruct config (Lab 02)")
+
+    t01 = ""
+    if f01.get("t_batch") and f01.get("t_default"):
+        t01 = (f" 同样的 batch 在 max_loras={f01['engine_max_loras']} 时用了 {secs(f01['t_batch'])}，"
+               f"在默认 max_loras={f01['max_loras_default']} 时用了 {secs(f01['t_default'])}，答案不变。")
+    fl = fm["flops"]
+    add("同一 batch 里两个请求要不同 adapter（SQL vs 客服）。vLLM 如何在不为每个 adapter 重跑模型的前提下把它们一起跑，"
+        "又是什么限制了一个 batch 能装多少 adapter？",
+        f"基座 GEMM W·x 对整个 batch 只算一次；每行的增量由 add_lora_linear 的两次分组 GEMM 加上：add_shrink 算 v = A·x，"
+        f"add_expand 算 y += B·v，按每个 token 的 adapter 下标分组（GPU 上是 Triton kernel，CPU 上是 sgmv/bgmv 的 "
+        f"PyTorch 算子，见 Lab 05）。这部分计算对 Qwen2.5-7B 只占投影 FLOPs 的 {pct(fl[16])}（秩 16）到 {pct(fl[64])}（秩 64）。"
+        f"Lab 01 的异构 batch（{f01['batch_rows']} 行、{f01['batch_adapters']} 个 adapter、{f01['batch_base_rows']} 行裸基座）"
+        f"与逐 adapter 单独跑的结果 {f01['same']}/{f01['compared']} 行完全相同。上限是 max_loras：每步最多这么多个不同 adapter"
+        f"（已安装 vLLM 的默认值是 {f01['max_loras_default']}），超出的请求留在队列里等下一步。{t01}",
+        f"Lab 01 recording ({f01['recorded']}, vLLM {f01['vllm']}); FLOP model")
+
+    add("你给一堆秩都是 16 的 adapter 设了 --max-lora-rank 256，另外又把 /v1/load_lora_adapter 暴露在了公网端点。两件事各错在哪？",
+        f"vLLM 在启动时按 max_loras × max_lora_rank 为每个被包装的线性层预分配 A/B 缓冲区，与 adapter 的实际秩无关。"
+        f"Qwen2.5-7B、4 个槽位：秩 16 时缓冲区约 {fm['buffers_r16_gib']:.2f} GiB，KV 池有 {fm['blocks_r16']:,} 个 block"
+        f"（{fm['seqs_r16']} 条 {fm['context']} token 的序列）；秩 256 时缓冲区约 {fm['buffers_r256_gib']:.2f} GiB，"
+        f"bf16 的 7B 在 24 GB 卡上只剩 {fm['blocks_r256']} 个 block，连一条序列都放不下。而且计算按填充后的秩进行（Lab 05）。"
+        f"设成实际最大秩（16）。公网的 /v1/load_lora_adapter 让任何调用者从任意路径加载权重进你的服务；"
+        f"它需要 VLLM_ALLOW_RUNTIME_LORA_UPDATING=True，文档只建议在隔离、完全可信的环境里打开。",
+        "memory model (Lab 02); vLLM docs")
+
+    add("（Lab 01）把一个异构 batch 拆开、每个 adapter 单独跑一次，贪心输出会变吗？",
+        f"不会。录制的运行里，{f01['compared']} 行中 {f01['same']} 行逐字相同。batch 只决定哪些行一起走一次前向，"
+        f"每行的计算（共享的 W·x 加上自己那份 B·A·x）与同 batch 的其他行无关。",
+        f"Lab 01 recording ({f01['recorded']})")
+
+    reuse_same = f01["support_reused_id"] == f01["sql_id1"]
+    add("（Lab 01）LoRARequest('support', 1, support_path) 而 id 1 已经属于 sql，会发生什么？",
+        f"没有报错也没有警告。引擎按整数 id 缓存 adapter，id 1 命中了已加载的 sql 权重：客服投诉得到的是 "
+        f"{f01['support_reused_id']!r}，" + ("和用 sql 请求时完全一样。" if reuse_same else "与 sql 请求的输出不同。")
+        + f" 用正确的 id 2 时输出是 {f01['support_right_id']!r}。LoRARequest 的文档写明 id 必须全局唯一，"
+        f"但 vLLM 并不检查（而 LoRARequest 的相等性按名字比较，见 Lab 05 的源码）。",
+        f"Lab 01 recording ({f01['recorded']})")
+
+    single = "; ".join(f"{p[:40]!r} -> {t[:40]!r}" for p, t in f01["single_request"])
+    add("（Lab 01）lora_request 传的不是列表，而是单个 LoRARequest，会怎样？",
+        f"它被用在每一个 prompt 上。录制里三条不同任务的 prompt 全部走了 {f01['single_request_adapter']} adapter：{single}。"
+        f"要逐行选择 adapter，就传与 prompts 等长的列表，None 表示该行不用 adapter。",
+        f"Lab 01 recording ({f01['recorded']})")
+
+    add("（Lab 01）开了 enable_lora 却没设 max_loras，会怎样？",
+        f"已安装 vLLM（{f01['vllm']}）的 LoRAConfig 默认 max_loras = {f01['max_loras_default']}、max_lora_rank = "
+        f"{f01['max_lora_rank_default']}、max_cpu_loras 构造后 = {f01['max_cpu_loras_default']}。max_loras=1 时异构 batch "
+        f"不报错，只是每一步只放行一个 adapter 的行，其他 adapter 的行排队：答案不变，吞吐下降。" + t01,
+        f"LoRAConfig defaults recorded in Lab 01 ({f01['recorded']})")
+
+    add("（Lab 02）为什么 adapter 槽位要按需设置？在 24 GB 卡上 bf16 的 Qwen2.5-7B 里，权重、4 个秩 16 槽位各占多少？",
+        f"权重约 {fm['weights_gib']:.2f} GiB，4 个秩 16 槽位的 LoRA 缓冲区约 {fm['buffers_r16_gib']:.2f} GiB，"
+        f"剩下的大部分变成 KV 缓存（{fm['blocks_r16']:,} 个 block）。槽位按 max_loras × max_lora_rank 预留，"
+        f"改成秩 256 就要 {fm['buffers_r256_gib']:.2f} GiB——KV 池被挤空。",
+        "memory model (Lab 02)")
+
+    ops = f05.get("ops_worst")
+    pe = f05.get("peft_worst")
+    add("（Lab 05）把一个 adapter 合并进基座后用 vLLM 服务，和运行时挂载它相比，输出一样吗？那为什么还要运行时挂载？",
+        f"一样：Lab 05 把 {', '.join(f05['merged_adapters'])} adapter 合并后服务，{f05['pairs']} 条留出集 prompt 上，合并模型与运行时 "
+        f"adapter 的贪心输出 {f05['same']}/{f05['pairs']} 条逐 token 相同。合并的代价在部署：每个 adapter 一整份模型"
+        f"（bf16 7B 约 {fm['base_gb']:.1f} GB，24 GB 卡只放得下一份），运行时挂载则是一份基座加每个约 "
+        f"{fm['adapter_mb']:.0f} MB 的 adapter（秩 16）。只服务一个微调时可以合并，多租户就保持运行时挂载。",
+        "Lab 05 recording; memory model")
+
+    add("（Lab 05）LoRA 给每个 token 增加多少计算？实际开销为什么比这个比例大？",
+        f"Qwen2.5-7B 的 7 个投影上，shrink + expand 相对基座投影只多 {pct(fl[8])}（秩 8）、{pct(fl[16])}（秩 16）、"
+        f"{pct(fl[32])}（秩 32）、{pct(fl[64])}（秩 64）。实际更贵：额外的 kernel、按下标收集权重，以及计算按填充后的 "
+        f"max_lora_rank 进行。Lab 05 的从零实现与 vLLM 的 bgmv/sgmv 算子最大差 "
+        + (f"{ops:.1e}" if ops is not None else "?") + "，与 peft 最大差 " + (f"{pe:.1e}" if pe is not None else "?")
+        + "（容差 1e-4）。",
+        "FLOP model (Lab 05); Lab 05 recording")
+
+    moved = f05.get("moved") or []
+    if moved:
+        m = moved[0]
+        add("（Lab 05）讲义说 LoRAModelManager.max_loras 返回 lora_config.max_loras。在已安装的 vLLM 里呢？",
+            f"{m['note']}。名字变了，意思没变：每步的 adapter 槽位数仍然读 lora_config.max_loras。"
+            f"读源码要以已安装版本为准，按模块和限定名查找，而不是记行号。",
+            "Lab 05 recording")
+    return qs

@@ -1,0 +1,103 @@
+"""course_utils.bench: setting checks, workloads, table rows and ratios (no vLLM needed)."""
+
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from course_utils import bench
+from course_utils.bench import BenchError
+from course_utils.profiles import get_profile
+
+SANITIZE = Path(__file__).parent / "sanitize.cfg"
+
+
+def sanitizer_patterns():
+    lines = SANITIZE.read_text().splitlines()
+    return [ln.split(": ", 1)[1] for ln in lines if ln.startswith("regex:")]
+
+
+def test_check_engine_accepts_valid_settings():
+    for ml, rank in [(1, 8), (2, 16), (4, 64), (32, 256)]:
+        bench.check_engine(ml, rank)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(max_loras=0, max_lora_rank=16), r"max_loras=0: vLLM needs an integer >= 1"),
+    (dict(max_loras=-2, max_lora_rank=16), r"max_loras=-2"),
+    (dict(max_loras=2.5, max_lora_rank=16), r"max_loras=2.5"),
+    (dict(max_loras=4, max_lora_rank=48), r"max_lora_rank=48 is not a value vLLM accepts .*1, 8, 16, 32, 64, 128, "
+                                          r"256, 320, 512\).*smallest allowed value that holds rank 48 is 64"),
+    (dict(max_loras=4, max_lora_rank=1024), r"max_lora_rank=1024 is not a value vLLM accepts .*512\)\.$"),
+    (dict(max_loras=4, max_lora_rank=16, max_cpu_loras=2), r"max_cpu_loras \(2\) must be >= max_loras \(4\)"),
+])
+def test_check_engine_refuses_with_a_clear_message(kwargs, message):
+    with pytest.raises(BenchError, match=message):
+        bench.check_engine(**kwargs)
+
+
+def test_pick_adapters():
+    prof = get_profile("tiny")
+    assert bench.pick_adapters(prof) == ["sql", "support", "medical", "json"]
+    assert bench.pick_adapters(prof, 2) == ["sql", "support"]
+    with pytest.raises(BenchError, match=r"asks for 5 distinct adapters, but profile 'tiny' has 4 "
+                                         r"\(sql, support, medical, json\)\. Use at most 4"):
+        bench.pick_adapters(prof, 5)
+    with pytest.raises(BenchError, match="integer from 0 to 4"):
+        bench.pick_adapters(prof, -1)
+
+
+def test_workload_interleaves_and_is_deterministic():
+    rows = bench.workload(["sql", "support", "medical", "json"], per_adapter=4, base_rows=4)
+    assert len(rows) == 20 and rows == bench.workload(["sql", "support", "medical", "json"], 4, 4)
+    assert [a for a, _ in rows[:5]] == ["sql", "support", "medical", "json", None]
+    assert sum(a is None for a, _ in rows) == 4
+    assert rows[0][1].startswith("Write a SQL query:") and rows[1][1].startswith("Customer complaint:")
+    # copies named like sql_3 get their family's prompts
+    assert bench.workload(["sql_3"], 1)[0][1].startswith("Write a SQL query:")
+    assert len(bench.workload([], 0, base_rows=3)) == 3
+    with pytest.raises(BenchError):
+        bench.workload(["sql"], -1)
+
+
+def test_row_masks_only_timings():
+    tr = SimpleNamespace(request_ids=["a", "b"], n_steps=12, output_tokens=64, seconds=0.5, tokens_per_second=128.0,
+                         max_adapters_in_a_step=lambda: 2)
+    r = bench.row("mixed", tr, 4)
+    assert r == {"setting": "mixed", "max_loras": 4, "requests": 2, "engine steps": 12, "max adapters in a step": 2,
+                 "output tokens": 64, "wall time": "0.50 s", "throughput": "128 tok/s"}
+    text = " | ".join(map(str, r.values()))
+    for pattern in sanitizer_patterns()[:2]:
+        text = re.sub(pattern, "<masked>", text)
+    assert text == "mixed | 4 | 2 | 12 | 2 | 64 | <masked> | <masked>"
+    assert re.fullmatch(sanitizer_patterns()[1], bench.rate(12345.6)) and bench.rate(12345.6) == "12,346 tok/s"
+
+
+def test_spread_and_ratios():
+    s = bench.Spread.of([3, 1, 2])
+    assert (s.median, s.low, s.high) == (2, 1, 3)
+    assert bench.ratios([4, 6], [2, 2]).as_ratio() == "2.50x (2.00-3.00)"
+    assert bench.ratio_lines({"a": [10.0], "b": [4.0]}, [("a", "b")]) == ["a / b: 2.50x (2.50-2.50)"]
+    with pytest.raises(BenchError):
+        bench.ratios([1.0], [])
+
+
+def test_report_formats_the_three_settings():
+    n = 4
+    res = {"adapters": ["sql", "support", "medical", "json"], "n_prompts": 32, "tokens": 64, "reps": 3,
+           "max_lora_rank": 64, "mixed_outputs_identical": True,
+           "steps": {bench.BASE_ONLY: 64, bench.mixed(n, n): 64, bench.mixed(n, 1): 256},
+           "rates": {bench.BASE_ONLY: [9000.0, 9500.0, 9200.0], bench.mixed(n, n): [4500.0, 4700.0, 4600.0],
+                     bench.mixed(n, 1): [1900.0, 2000.0, 1950.0]}}
+    text = bench.report(res)
+    assert "4 adapters mixed, max_loras=1" + " " * 9 + "256   1,950 tok/s (1,900-2,000)" in text
+    assert "4 adapters mixed, max_loras=4 / 4 adapters mixed, max_loras=1: 2.36x (2.35-2.37)" in text
+    assert "4 adapters mixed, max_loras=4 / base only: 0.50x" in text
+
+
+def test_cli_refuses_bad_settings_before_any_engine(capsys):
+    assert bench.main(["--profile", "tiny", "--adapters", "5"]) == 2
+    assert "has 4 (sql, support, medical, json)" in capsys.readouterr().err
+    assert bench.main(["--profile", "tiny", "--max-lora-rank", "48"]) == 2
+    assert "max_lora_rank=48 is not a value vLLM accepts" in capsys.readouterr().err

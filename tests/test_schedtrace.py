@@ -1,0 +1,240 @@
+"""course_utils.schedtrace: the per-step trace, its record/replay, the Gantt chart.
+
+Fast tests drive a small fake engine that schedules like vLLM's V1 scheduler
+(FCFS, a waiting request whose adapter would exceed max_loras is skipped); the
+``live`` test drives real in-process vLLM engines on the tiny model.
+"""
+
+import enum
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import pytest
+
+from course_utils import record, schedtrace
+from course_utils.profiles import REPO, TINY
+from course_utils.schedtrace import Trace
+
+
+# ---------------------------------------------------------------------------- a fake engine
+class Kind(enum.Enum):
+    CUMULATIVE = 0
+    DELTA = 1
+    FINAL_ONLY = 2
+
+
+@dataclass
+class Params:
+    max_tokens: int = 3
+    temperature: float = 0.0
+    output_kind: Kind = Kind.FINAL_ONLY
+
+    def clone(self):
+        return Params(self.max_tokens, self.temperature, self.output_kind)
+
+
+@dataclass
+class Lora:
+    lora_name: str
+    lora_int_id: int
+    lora_path: str = "/x"
+
+
+@dataclass
+class _Req:
+    rid: str
+    prompt: str
+    params: Params
+    lora: Lora | None
+    made: int = 0
+    seen_kinds: list = field(default_factory=list)
+
+
+class FakeEngine:
+    """One token per scheduled request per step; at most max_loras distinct adapter ids per step."""
+
+    def __init__(self, max_loras: int, max_num_seqs: int = 64):
+        self.max_loras, self.max_num_seqs = max_loras, max_num_seqs
+        self.waiting: list[_Req] = []
+        self.running: list[_Req] = []
+        self.kinds = []
+
+    def add_request(self, rid, prompt, params, lora_request=None):
+        self.kinds.append(params.output_kind)
+        self.waiting.append(_Req(rid, prompt, params, lora_request))
+
+    def has_unfinished_requests(self):
+        return bool(self.waiting or self.running)
+
+    def step(self):
+        loras = {r.lora.lora_int_id for r in self.running if r.lora}
+        for req in list(self.waiting):
+            if len(self.running) >= self.max_num_seqs:
+                break
+            if req.lora and req.lora.lora_int_id not in loras and len(loras) == self.max_loras:
+                continue  # would exceed max_loras: skip, keep it queued
+            if req.lora:
+                loras.add(req.lora.lora_int_id)
+            self.waiting.remove(req)
+            self.running.append(req)
+        outs = []
+        for req in list(self.running):
+            req.made += 1
+            done = req.made >= req.params.max_tokens
+            tok = 10 + (req.lora.lora_int_id if req.lora else 0)
+            outs.append(SimpleNamespace(
+                request_id=req.rid, prompt_token_ids=[1, 2, 3] if req.made == 1 else None,
+                outputs=[SimpleNamespace(text=f"t{tok} ", token_ids=[tok], finish_reason="length" if done else None)]))
+            if done:
+                self.running.remove(req)
+        return outs
+
+
+A, B, C = Lora("a", 1), Lora("b", 2), Lora("c", 3)
+LORAS = [A, B, C, None, A, B, C, None]
+
+
+def fake_llm(max_loras):
+    return SimpleNamespace(llm_engine=FakeEngine(max_loras), _course_key={"fake": max_loras})
+
+
+@pytest.fixture
+def session(tmp_path, monkeypatch):
+    monkeypatch.setattr(record, "RECORDINGS", tmp_path)
+    monkeypatch.setattr(record, "REPO", tmp_path.parent)
+    s = record.set_current(record.Session("lab", "tiny", "live", recording=True))
+    yield s
+    record.set_current(None)
+
+
+# ---------------------------------------------------------------------------- tests
+def test_request_ids_are_readable_and_deterministic():
+    assert schedtrace.request_ids_for([A, None, B]) == ["00-a", "01-base", "02-b"]
+
+
+def test_drive_records_who_ran_in_each_step():
+    eng = FakeEngine(max_loras=1)
+    ids = schedtrace.request_ids_for(LORAS)
+    tr = schedtrace.drive(eng, [f"p{i}" for i in range(8)], Params(max_tokens=3), LORAS, ids, "ml1")
+    assert eng.kinds == [Kind.DELTA] * 8  # each step's new tokens, not FINAL_ONLY
+    assert all(len(s) <= 1 for s in tr.lora_ids_per_step())
+    # a's two requests and both base rows first, then b, then c
+    assert tr.phases() == [(1, 3, ("a", "base")), (4, 6, ("b",)), (7, 9, ("c",))]
+    assert tr.n_steps == 9 and tr.output_tokens == 24 and tr.prompt_tokens == 24
+    assert tr.outputs["00-a"] == {"text": "t11 t11 t11 ", "token_ids": [11, 11, 11], "finish_reason": "length"}
+    assert tr.spans()["02-c"] == [6, 7, 8]
+
+
+def test_more_slots_fewer_steps_same_outputs():
+    ids = schedtrace.request_ids_for(LORAS)
+    prompts = [f"p{i}" for i in range(8)]
+    one = schedtrace.drive(FakeEngine(1), prompts, Params(), LORAS, ids)
+    three = schedtrace.drive(FakeEngine(3), prompts, Params(), LORAS, ids)
+    assert three.n_steps == 3 < one.n_steps
+    assert three.max_adapters_in_a_step() == 3 and three.steps_with_several_adapters() == 3
+    assert one.token_ids() == three.token_ids() and one.texts() == three.texts()
+
+
+def test_json_round_trip():
+    tr = schedtrace.drive(FakeEngine(2), ["x"] * 8, Params(), LORAS, schedtrace.request_ids_for(LORAS), "t")
+    data = json.loads(json.dumps(tr.to_json()))
+    back = Trace.from_json(data)
+    assert back.to_json() == tr.to_json()
+    assert back.n_steps == tr.n_steps and back.adapters_per_step() == tr.adapters_per_step()
+
+
+def test_run_records_and_replays(session):
+    prompts = [f"p{i}" for i in range(8)]
+    live = schedtrace.run(fake_llm(2), prompts, Params(), LORAS, label="live")
+    warm = schedtrace.run(fake_llm(2), prompts, Params(), LORAS)  # the same call again: its own entry
+    assert live.steps == warm.steps
+    replay = record.set_current(record.Session("lab", "tiny", "replay"))
+    assert replay.calls[0]["kind"] == "schedtrace"
+    # no engine in read mode: only the key is used
+    got = schedtrace.run(SimpleNamespace(_course_key={"fake": 2}), prompts, Params(), LORAS, label="shown")
+    assert got.steps == live.steps and got.token_ids() == live.token_ids()
+    assert got.seconds == round(live.seconds, 4) and got.label == "shown"
+    with pytest.raises(record.ReplayMiss):
+        schedtrace.run(SimpleNamespace(_course_key={"fake": 4}), prompts, Params(), LORAS)
+
+
+def test_run_checks_lengths_and_broadcasts_a_single_request(session):
+    with pytest.raises(ValueError, match="2 prompts but 3 lora requests"):
+        schedtrace.run(fake_llm(1), ["a", "b"], Params(), [A, B, C])
+    tr = schedtrace.run(fake_llm(1), ["a", "b"], Params(), A)
+    assert tr.adapters == ["a", "a"] and tr.lora_ids == [1, 1]
+
+
+def test_describe_and_rate():
+    tr = schedtrace.drive(FakeEngine(1), ["x"] * 8, Params(), LORAS, schedtrace.request_ids_for(LORAS), "ml1")
+    text = tr.describe()
+    assert text.splitlines()[0] == "ml1: 9 engine steps, 8 requests, at most 1 adapter(s) in one step"
+    assert "steps    1-3    a + base" in text
+    tr.seconds = 2.0
+    assert tr.tokens_per_second == 12.0
+
+
+def test_gantt_draws_one_panel_per_trace():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ids = schedtrace.request_ids_for(LORAS)
+    trs = {f"ml={m}": schedtrace.drive(FakeEngine(m), ["x"] * 8, Params(), LORAS, ids) for m in (1, 3)}
+    fig = schedtrace.gantt(trs, title="t")
+    assert len(fig.axes) == 2 and fig.axes[0].get_title(loc="left") == "ml=1: 9 steps"
+    assert schedtrace.color_for("sql_7") == schedtrace.color_for("sql") != schedtrace.color_for(None)
+
+
+# ---------------------------------------------------------------------------- live
+CHILD = textwrap.dedent("""
+    import json, os, sys
+    os.environ.update(VLLM_ENABLE_V1_MULTIPROCESSING="0", VLLM_CPU_KVCACHE_SPACE="1",
+                      VLLM_LOGGING_LEVEL="ERROR", TQDM_DISABLE="1", HF_HUB_OFFLINE="1",
+                      TOKENIZERS_PARALLELISM="false", VLLM_NO_USAGE_STATS="1")
+    from vllm import LLM, SamplingParams
+    from vllm.lora.request import LoRARequest
+    from course_utils import record, schedtrace
+    from course_utils.profiles import get_profile
+    from course_utils.prompts import chat_prompt
+    record.set_current(record.Session("test", "tiny", "live"))
+    prof = get_profile("tiny")
+    names = ["sql", "support", "medical"]
+    loras = [LoRARequest(n, i + 1, prof.adapter(n)) for i, n in enumerate(names)]
+    reqs = loras * 2 + [None, None]
+    prompts = [chat_prompt(prof, f"Write a SQL query: List the airports of the city Lima {i}.") for i in range(8)]
+    sp = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+    res = {}
+    for ml in (1, 3):
+        llm = LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=ml, max_cpu_loras=3,
+                  **prof.engine_kwargs())
+        res[ml] = schedtrace.run(llm, prompts, sp, reqs, label=str(ml)).to_json()
+        if ml == 3:
+            res["generate"] = [list(o.outputs[0].token_ids) for o in
+                               llm.generate(prompts, sp, lora_request=reqs, use_tqdm=False)]
+        del llm
+    print("RESULT " + json.dumps(res))
+""")
+
+
+@pytest.mark.live
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
+@pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
+def test_live_trace_on_the_tiny_model():
+    r = subprocess.run([sys.executable, "-c", CHILD], cwd=REPO, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
+    assert lines, f"child failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
+    res = json.loads(lines[-1][len("RESULT "):])
+    one, three = Trace.from_json(res["1"]), Trace.from_json(res["3"])
+    assert all(len(s) <= 1 for s in one.lora_ids_per_step())
+    assert three.steps_with_several_adapters() > 0 and three.max_adapters_in_a_step() == 3
+    # 8 tokens each: three adapter groups one after another vs all at once
+    assert three.n_steps == 8 and one.n_steps == 24
+    assert one.output_tokens == three.output_tokens == 64
+    assert one.token_ids() == three.token_ids() == res["generate"]

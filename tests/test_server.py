@@ -1,0 +1,358 @@
+"""course_utils.server: command line, environment, diagnosis, process groups, stale servers, real starts.
+
+The fast tests use a stand-in server (a small Python HTTP server that also
+forks a child) so that process-group handling is tested without vLLM. The
+tests marked ``live`` start the real vLLM server on the tiny profile (about
+25 s each on 2 CPU cores) and check that no child process survives, started
+or failed. Every test only ever kills processes it started.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from course_utils import profiles, record, server
+from course_utils.server import Server, ServerError
+
+psutil = pytest.importorskip("psutil")
+
+TINY = profiles.get_profile("tiny")
+HAVE_VLLM = importlib.util.find_spec("vllm") is not None
+HAVE_TINY = (Path(TINY.base_model) / "config.json").is_file()
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RUN_DIR", str(tmp_path / "run"))
+    monkeypatch.setattr(record, "_current", None)
+    yield
+    server.stop_all()
+
+
+def _no_children_left(before: set[int]):
+    me = psutil.Process()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        left = [p for p in me.children(recursive=True) if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE]
+        if not left:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"processes left behind: {[(p.pid, p.cmdline()[:4]) for p in left]}")
+
+
+def _group_gone(pgid: int | None):
+    """No process at all (ours or orphaned) is left in the server's process group."""
+    if pgid is None:
+        return
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        left = []
+        for p in psutil.process_iter(["pid", "status"]):
+            try:
+                if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                    left.append(p.pid)
+            except (ProcessLookupError, psutil.Error):
+                pass
+        if not left:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"process group {pgid} still has {left}")
+
+
+def _children() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+# -- the stand-in server -----------------------------------------------------------
+FAKE = textwrap.dedent("""
+    import http.server, os, subprocess, sys, time
+    port = int(sys.argv[sys.argv.index("--port") + 1])
+    mode = os.environ.get("FAKE_MODE", "ok")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    print("fake server starting, child", child.pid, flush=True)
+    if mode == "rank":
+        time.sleep(0.5)
+        print("ValueError: LoRA rank 32 is greater than max_lora_rank 16.", flush=True)
+        sys.exit(1)
+    if mode == "hang":
+        time.sleep(600)
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
+        def log_message(self, *a):
+            pass
+    http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+""")
+
+
+class FakeServer(Server):
+    def _build_command(self, port):
+        return [sys.executable, "-c", FAKE, "--port", str(port), "--api-key", self.api_key]
+
+
+# -- command line and environment ---------------------------------------------------------
+def test_cpu_command_uses_module_entrypoint_and_both_lora_module_forms():
+    s = Server(TINY, ["sql=/a/sql", {"name": "support", "path": "/a/support", "base_model_name": "base"}],
+               max_loras=2, max_lora_rank=32, port=8123, use_cli=False)
+    cmd = s.command
+    assert cmd[:4] == [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model"]
+    assert cmd[cmd.index("--host") + 1] == "127.0.0.1"
+    assert cmd[cmd.index("--port") + 1] == "8123"
+    assert cmd[cmd.index("--api-key") + 1] == s.api_key and len(s.api_key) > 20
+    assert cmd[cmd.index("--max-lora-rank") + 1] == "32" and cmd[cmd.index("--max-loras") + 1] == "2"
+    i = cmd.index("--lora-modules")
+    assert cmd[i + 1] == "sql=/a/sql"
+    assert json.loads(cmd[i + 2]) == {"name": "support", "path": "/a/support", "base_model_name": "base"}
+    assert "--enable-lora" in cmd and cmd[cmd.index("--dtype") + 1] == "float32"
+    shown = s.display_command
+    assert "<port>" in shown and "<api-key>" in shown and s.api_key not in shown and "8123" not in shown
+    assert shown.startswith("python -m vllm.entrypoints.openai.api_server --model data/tiny/base")
+
+
+def test_gpu_command_is_vllm_serve():
+    s = Server(TINY, ["sql=/a"], use_cli=True)
+    assert s.command[:3] == ["vllm", "serve", TINY.base_model]
+
+
+def test_api_keys_are_random():
+    assert Server(TINY).api_key != Server(TINY).api_key
+
+
+def test_env_runtime_updating_only_when_asked(monkeypatch):
+    monkeypatch.setenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    off = Server(TINY).server_env()
+    assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING" not in off
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in off
+    assert off["VLLM_CPU_KVCACHE_SPACE"] == "1" and "VLLM_LOGGING_LEVEL" in off
+    on = Server(TINY, runtime_updates=True)
+    assert on.server_env()["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
+    assert on.display_command.startswith("VLLM_ALLOW_RUNTIME_LORA_UPDATING=True ")
+
+
+@pytest.mark.parametrize("log,rc,word", [
+    ("OSError: [Errno 98] Address already in use", 1, "port in use"),
+    ("ValueError: LoRA rank 32 is greater than max_lora_rank 16.", 1, "rank too high"),
+    ("torch.OutOfMemoryError: CUDA out of memory.", 1, "out of memory"),
+    ("ValueError: Loading lora sql failed: No adapter found for /nope", 1, "bad adapter path"),
+    ("RuntimeError: The size of tensor a (256) must match the size of tensor b (512)", 1, "another base"),
+    ("", -9, "killed"),
+    ("", None, "timeout"),
+])
+def test_diagnose(log, rc, word):
+    assert word in server.diagnose(log, rc)
+
+
+def test_lora_info_samples_and_prefix_strip():
+    text = ('# HELP vllm:lora_requests_info Running stats on lora requests.\n'
+            'vllm:lora_requests_info{max_lora="4",running_lora_adapters="sql,support",waiting_lora_adapters=""} '
+            '1.7e+09\n'
+            'vllm:lora_requests_info{max_lora="4",running_lora_adapters="",waiting_lora_adapters="json"} 1.8e+09\n')
+    s = server.lora_info_samples(text)
+    assert s[0]["running"] == ["sql", "support"] and s[0]["max_lora"] == "4"
+    assert s[1]["running"] == [] and s[1]["waiting"] == ["json"]
+    line = "(APIServer pid=42) ERROR 11-30 02:40:00 [serving.py:12] LoRA rank 32 is greater than max_lora_rank 16."
+    assert server._strip_log_prefix(line) == "LoRA rank 32 is greater than max_lora_rank 16."
+    assert server.percentile([1, 2, 3, 4], 50) == 2.5
+
+
+# -- process groups with the stand-in ------------------------------------------------------------
+def test_with_block_stops_the_whole_group():
+    before = _children()
+    with FakeServer(TINY, ready_timeout=20) as s:
+        assert s.running and s.ready_seconds is not None
+        kids = psutil.Process(s.pid).children(recursive=True)
+        assert kids, "the stand-in forks a child"
+        assert s.pidfile.is_file()
+        pidfile = s.pidfile
+    assert not s.running and not pidfile.exists()
+    _no_children_left(before)
+
+
+def test_failed_start_shows_tail_and_cause_and_leaves_nothing(monkeypatch):
+    before = _children()
+    monkeypatch.setenv("FAKE_MODE", "rank")
+    s = FakeServer(TINY, ready_timeout=20, env={"FAKE_MODE": "rank"})
+    with pytest.raises(ServerError) as e:
+        s.start()
+    assert "rank too high" in str(e.value) and "greater than max_lora_rank" in e.value.log_tail
+    _no_children_left(before)
+
+
+def test_timeout_stops_a_hanging_server():
+    before = _children()
+    s = FakeServer(TINY, ready_timeout=2, env={"FAKE_MODE": "hang"})
+    with pytest.raises(ServerError, match="timeout"):
+        s.start()
+    _no_children_left(before)
+
+
+def test_stale_server_of_a_dead_kernel_is_stopped_after_checking_its_command_line(tmp_path):
+    before = _children()
+    # a "kernel" that starts a server and dies without stopping it
+    code = textwrap.dedent(f"""
+        import sys, os
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from test_server import FakeServer, TINY
+        s = FakeServer(TINY, ready_timeout=20).start()
+        print(s.pid, flush=True)
+        os._exit(0)   # no atexit: the server is left behind
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ})
+    pid = int(out.stdout.split()[-1])
+    try:
+        assert server._alive(pid)
+        # a pid file whose pid was reused by another program: left alone
+        decoy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        (server.runtime_dir() / f"{server.PIDFILE_PREFIX}{decoy.pid}.json").write_text(json.dumps(
+            {"pid": decoy.pid, "pgid": decoy.pid, "cmdline": ["python", "-m", "vllm.entrypoints.openai.api_server"],
+             "owner": 999999, "owner_cmdline": None}))
+        stopped = server.cleanup_stale(verbose=False)
+        assert stopped == [pid]
+        assert not server._alive(pid)
+        assert decoy.poll() is None, "a process whose command line differs must not be killed"
+        decoy.kill()
+        decoy.wait()
+    finally:
+        if server._alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+    assert not list(server.runtime_dir().glob("*.json"))
+    _no_children_left(before)
+
+
+def test_server_of_a_running_kernel_is_left_alone():
+    s = FakeServer(TINY, ready_timeout=20).start()
+    try:
+        info = json.loads(s.pidfile.read_text())
+        assert info["owner"] == os.getpid()
+        assert server.cleanup_stale(verbose=False) == []
+        assert s.running
+    finally:
+        s.stop()
+
+
+def test_sigterm_stops_servers_and_chains_the_previous_handler(tmp_path):
+    marker = tmp_path / "chained"
+    code = textwrap.dedent(f"""
+        import signal, sys, time
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        def prev(sig, frame):
+            open({str(marker)!r}, "w").write("yes")
+            sys.exit(0)
+        signal.signal(signal.SIGTERM, prev)
+        from test_server import FakeServer, TINY
+        s = FakeServer(TINY, ready_timeout=20).start()
+        print(s.pid, flush=True)
+        time.sleep(60)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(p.stdout.readline())
+        assert server._alive(pid)
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+        assert marker.read_text() == "yes"
+        deadline = time.monotonic() + 5
+        while server._alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not server._alive(pid)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def test_replay_mode_starts_nothing(monkeypatch):
+    sess = record.Session("x", "tiny", "live", recording=False)
+    sess.mode = "replay"
+    sess._index = {}
+    entry = {"command": "python -m ... --port <port>", "ready_seconds": 24.0}
+    sess._index[record.call_key("server_start", ["srv", record.portable(Server(TINY, label="srv").display_command)])] = [
+        {"result": entry}]
+    monkeypatch.setattr(record, "_current", sess)
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: (_ for _ in ()).throw(AssertionError("started")))
+    s = Server(TINY, label="srv").start()
+    assert s.replay and s.shown_command == entry["command"] and s.ready_seconds == 24.0
+    s.stop()
+
+
+# -- real servers (vLLM, tiny profile) --------------------------------------------------------
+live = [pytest.mark.live, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed"),
+        pytest.mark.skipif(not HAVE_TINY, reason="no tiny base model (make tiny-world)")]
+
+
+def _mark(f):
+    for m in live:
+        f = m(f)
+    return f
+
+
+@_mark
+def test_live_server_starts_answers_and_leaves_nothing():
+    import requests
+
+    before = _children()
+    with Server(TINY, [f"sql={TINY.adapter('sql')}"], max_lora_rank=16, max_loras=2, label="live-ok") as s:
+        assert s.ready_seconds < 120
+        r = requests.get(s.url("/v1/models"), headers=s.headers, timeout=10)
+        assert r.status_code == 200
+        ids = {m["id"] for m in r.json()["data"]}
+        assert {"base", "sql"} <= ids
+        assert requests.get(s.url("/v1/models"), timeout=10).status_code == 401
+    _no_children_left(before)
+
+
+@_mark
+def test_live_failed_starts_leave_no_process(tmp_path):
+    """Taken port, missing adapter folder, adapter for another base, server killed during start."""
+    import threading
+
+    before = _children()
+    causes = {}
+
+    def attempt(key, srv):
+        with pytest.raises(ServerError) as e:
+            srv.start()
+        causes[key] = e.value.cause
+        _no_children_left(before)
+        _group_gone(srv.pgid)
+
+    # 1. a port that is taken
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1)
+        attempt("port", Server(TINY, port=sock.getsockname()[1], label="taken-port", ready_timeout=120))
+    # 2. --lora-modules to a missing folder
+    attempt("missing", Server(TINY, [f"ghost={tmp_path / 'no-such-adapter'}"], label="missing", ready_timeout=120))
+    # 3. an adapter for another base
+    foreign = profiles.TINY / "foreign" / "wide-qwen2-lora"
+    attempt("foreign", Server(TINY, [f"wide={foreign}"], label="foreign", ready_timeout=120))
+    # 4. killed during start (by someone else: here, by this test)
+    s = Server(TINY, label="killed", ready_timeout=120)
+
+    def killer():
+        while s.pid is None:
+            time.sleep(0.05)
+        time.sleep(8)   # past the imports: the engine process is being spawned
+        os.kill(s.pid, signal.SIGKILL)
+
+    threading.Thread(target=killer, daemon=True).start()
+    attempt("killed", s)
+    print(causes)
+    assert "port in use" in causes["port"]
+    assert "bad adapter path" in causes["missing"]
+    assert "another base" in causes["foreign"]
+    assert "killed" in causes["killed"]
+    assert not list(server.runtime_dir().glob("*.json")), "pid files are removed"
