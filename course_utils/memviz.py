@@ -86,7 +86,16 @@ def layout_for(config="qwen2.5-7b-instruct", gpu_gb=24.0, dtype="bfloat16", gpu_
 
 
 def explorer(config="qwen2.5-7b-instruct"):
-    """Sliders and dropdowns that redraw the bar and the table (needs a live Jupyter front end)."""
+    """Sliders and dropdowns that redraw the bar and the table (needs a live Jupyter front end).
+
+    Headless runs (``make run/record/test`` set COURSE_HEADLESS=1) print a pointer instead: a
+    widget there has nobody to move it, and the static view above shows the same figures."""
+    import os
+
+    if os.environ.get("COURSE_HEADLESS") == "1":
+        print("interactive explorer: open this notebook in JupyterLab (`make jupyter`) to move the knobs; "
+              "the static view above shows the same figures for the default knobs.")
+        return
     import ipywidgets as w
     import matplotlib.pyplot as plt
     from IPython.display import display

@@ -127,6 +127,8 @@ def _tiny() -> Profile:
             # buffers with -1 for rows without an adapter, which reads the LAST slot. While that
             # slot is empty (zeros) base rows stay base rows; Lab 01 shows what happens otherwise.
             max_lora_rank=64, max_loras=5, seed=0,
+            # no weight-loading progress bar: in a notebook tqdm.auto draws it as a widget output
+            use_tqdm_on_load=False,
         ),
         env={
             **QUIET_ENV,
@@ -155,7 +157,7 @@ def _qwen7b() -> Profile:
         engine=dict(
             # AWQ kernels run in float16; the bf16 base in bfloat16.
             dtype="float16" if awq else "bfloat16", max_model_len=4096, max_num_seqs=64,
-            gpu_memory_utilization=0.90, max_lora_rank=64, max_loras=4, seed=0,
+            gpu_memory_utilization=0.90, max_lora_rank=64, max_loras=4, seed=0, use_tqdm_on_load=False,
         ),
         env=dict(QUIET_ENV),
         config_dir=str(DATA / "configs" / ("qwen2.5-7b-instruct-awq" if awq else "qwen2.5-7b-instruct")),
@@ -174,7 +176,7 @@ def _llama3b() -> Profile:
         adapters={"sql": paths.get("adapters", {}).get("sql", str(root / "adapters" / "llama32-3b-text2sql-spider"))},
         engine=dict(
             dtype="bfloat16", max_model_len=4096, max_num_seqs=64, gpu_memory_utilization=0.90,
-            max_lora_rank=16, max_loras=2, seed=0,
+            max_lora_rank=16, max_loras=2, seed=0, use_tqdm_on_load=False,
         ),
         env=dict(QUIET_ENV),
         config_dir=str(DATA / "configs" / "llama-3.2-3b-instruct"),

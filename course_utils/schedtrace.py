@@ -238,7 +238,7 @@ def _runs(steps: list[int]) -> list[tuple[int, int]]:
     return out
 
 
-def gantt(traces, title: str = "", row_height: float = 0.16, label_rows: bool = True):
+def gantt(traces, title: str = "", row_height: float = 0.12, label_rows: bool = True):
     """One panel per trace (a dict label -> Trace, or a list): requests on the y axis, engine steps on
     the x axis (shared), a bar where a request produced a token, a thin line while it waited."""
     import matplotlib.pyplot as plt

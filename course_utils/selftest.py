@@ -74,9 +74,11 @@ def generations(rec: dict) -> list[dict]:
     return out
 
 
-def timing(rec: dict, label: str) -> float | None:
+def timing(rec: dict, label: str, exclude: str | None = None) -> float | None:
+    """The first recorded timing whose label starts with ``label`` (and does not contain ``exclude``)."""
     for c in rec["calls"]:
-        if c["kind"] == "timing" and c["args"] == [label] and "result" in c:
+        if (c["kind"] == "timing" and "result" in c and str(c["args"][0]).startswith(label)
+                and not (exclude and exclude in str(c["args"][0]))):
             return c["result"]
     return None
 
@@ -117,7 +119,8 @@ def lab01_figures(rec: dict) -> dict:
         "max_loras_default": defaults.get("max_loras"), "max_lora_rank_default": defaults.get("max_lora_rank"),
         "max_cpu_loras_default": defaults.get("max_cpu_loras"),
         "engine_max_loras": first_engine.get("max_loras"),
-        "t_batch": timing(rec, "generate, max_loras=4"), "t_default": timing(rec, "generate, max_loras default"),
+        "t_batch": timing(rec, "generate, max_loras", exclude="default"),
+        "t_default": timing(rec, "generate, max_loras default"),
         "vllm": rec["provenance"].get("vllm_version"), "recorded": rec["provenance"].get("date"),
     }
 
@@ -251,18 +254,26 @@ def questions(f01: dict, f05: dict, fm: dict) -> list[Question]:
         f"每行的计算（共享的 W·x 加上自己那份 B·A·x）与同 batch 的其他行无关。",
         f"Lab 01 recording ({f01['recorded']})")
 
-    reuse_same = f01["support_reused_id"] == f01["sql_id1"]
+    if f01["support_reused_id"] is not None and f01["sql_id1"] is not None:
+        reuse_same = f01["support_reused_id"] == f01["sql_id1"]
+        seen = (f"客服投诉得到的是 {f01['support_reused_id']!r}，"
+                + ("和用 sql 请求时完全一样：id 1 命中了已加载的 sql 权重。" if reuse_same
+                   else "与 sql 请求的输出不同。")
+                + (f" 用正确的 id 2 时输出是 {f01['support_right_id']!r}。" if f01["support_right_id"] else ""))
+    else:
+        seen = "（Lab 01 的录制里没有这次调用：请重新录制 Lab 01。）"
     add("（Lab 01）LoRARequest('support', 1, support_path) 而 id 1 已经属于 sql，会发生什么？",
-        f"没有报错也没有警告。引擎按整数 id 缓存 adapter，id 1 命中了已加载的 sql 权重：客服投诉得到的是 "
-        f"{f01['support_reused_id']!r}，" + ("和用 sql 请求时完全一样。" if reuse_same else "与 sql 请求的输出不同。")
-        + f" 用正确的 id 2 时输出是 {f01['support_right_id']!r}。LoRARequest 的文档写明 id 必须全局唯一，"
+        f"没有报错也没有警告，引擎按整数 id 缓存 adapter。{seen}LoRARequest 的文档写明 id 必须全局唯一，"
         f"但 vLLM 并不检查（而 LoRARequest 的相等性按名字比较，见 Lab 05 的源码）。",
         f"Lab 01 recording ({f01['recorded']})")
 
-    single = "; ".join(f"{p[:40]!r} -> {t[:40]!r}" for p, t in f01["single_request"])
+    if f01["single_request"]:
+        single = "；".join(f"{p[:40]!r} -> {t[:40]!r}" for p, t in f01["single_request"])
+        seen = f"录制里三条不同任务的 prompt 全部走了 {f01['single_request_adapter']} adapter：{single}。"
+    else:
+        seen = "（Lab 01 的录制里没有这次调用：请重新录制 Lab 01。）"
     add("（Lab 01）lora_request 传的不是列表，而是单个 LoRARequest，会怎样？",
-        f"它被用在每一个 prompt 上。录制里三条不同任务的 prompt 全部走了 {f01['single_request_adapter']} adapter：{single}。"
-        f"要逐行选择 adapter，就传与 prompts 等长的列表，None 表示该行不用 adapter。",
+        f"它被用在每一个 prompt 上。{seen}要逐行选择 adapter，就传与 prompts 等长的列表，None 表示该行不用 adapter。",
         f"Lab 01 recording ({f01['recorded']})")
 
     add("（Lab 01）开了 enable_lora 却没设 max_loras，会怎样？",

@@ -42,8 +42,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from . import record
 from .profiles import REPO, Profile
@@ -87,7 +88,7 @@ def _cmdline(pid: int) -> list[str] | None:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         try:
-            import psutil  # noqa: PLC0415
+            import psutil
 
             return psutil.Process(pid).cmdline()
         except Exception:
@@ -111,7 +112,7 @@ def _alive(pid: int) -> bool:
 
 def _descendants(pid: int) -> list[int]:
     try:
-        import psutil  # noqa: PLC0415
+        import psutil
 
         return [c.pid for c in psutil.Process(pid).children(recursive=True)]
     except Exception:
@@ -178,13 +179,13 @@ def cleanup_stale(verbose: bool = True) -> list[int]:
 
 
 # -- shutdown hooks ---------------------------------------------------------------
-_live_servers: list["Server"] = []
+_live_servers: list[Server] = []
 _hooks_installed = False
 _previous_handlers: dict[int, Any] = {}
 
 
 def stop_all() -> None:
-    for s in list(_live_servers):
+    for s in _live_servers:
         try:
             s.stop()
         except Exception:  # pragma: no cover - best effort at exit
@@ -195,7 +196,7 @@ def _in_jupyter_kernel() -> bool:
     if "IPython" not in sys.modules:
         return False
     try:
-        from IPython import get_ipython  # noqa: PLC0415
+        from IPython import get_ipython
 
         return getattr(get_ipython(), "kernel", None) is not None
     except Exception:
@@ -234,21 +235,21 @@ def _install_hooks() -> None:
 
 # -- diagnosis ----------------------------------------------------------------------
 CAUSES = [
-    (re.compile(r"address already in use|errno 98", re.I),
+    (re.compile(r"address already in use|errno 98", re.IGNORECASE),
      "port in use: another process listens on this port; let the course pick a free port (port=None)."),
-    (re.compile(r"greater than max_lora_rank|max_lora_rank", re.I),
+    (re.compile(r"greater than max_lora_rank|max_lora_rank", re.IGNORECASE),
      "adapter rank too high: an adapter's rank is above --max-lora-rank; raise --max-lora-rank to the "
      "smallest allowed value >= that rank."),
     (re.compile(r"size of tensor|shape mismatch|must match the size|does not match the base|"
-                r"target_modules.*not.*found|unexpected.*lora", re.I),
+                r"target_modules.*not.*found|unexpected.*lora", re.IGNORECASE),
      "adapter made for another base: its weight shapes do not fit this base model; use an adapter "
      "trained on this base (course_utils.check_adapter tells before starting)."),
     (re.compile(r"out of memory|OutOfMemory|less than desired|Available memory on node|"
-                r"No available memory for the cache blocks|not enough memory", re.I),
+                r"No available memory for the cache blocks|not enough memory", re.IGNORECASE),
      "out of memory: lower --max-model-len, --max-num-seqs, --max-loras/--max-lora-rank or "
      "gpu_memory_utilization (VLLM_CPU_KVCACHE_SPACE on CPU), or free the device."),
     (re.compile(r"No adapter found|adapter_config\.json|does not exist|No such file|not a valid|"
-                r"Loading lora .* failed|cannot find", re.I),
+                r"Loading lora .* failed|cannot find", re.IGNORECASE),
      "bad adapter path: a --lora-modules path does not exist or is not a peft LoRA folder "
      "(it needs adapter_config.json and adapter_model.safetensors)."),
 ]
@@ -388,9 +389,8 @@ class Server:
 
     def client(self, **kw):
         """An ``openai.OpenAI`` client for this server (no retries, so every answer is the server's own)."""
-        import openai  # noqa: PLC0415
-
-        import httpx2  # noqa: PLC0415
+        import httpx2
+        import openai
 
         kw.setdefault("max_retries", 0)
         kw.setdefault("timeout", 120)
@@ -398,7 +398,7 @@ class Server:
         return openai.OpenAI(base_url=self.url("/v1"), api_key=self.api_key, **kw)
 
     # -- life cycle ---------------------------------------------------------
-    def start(self) -> "Server":
+    def start(self) -> Server:
         session = record._current
         key = [self.label, record.portable(self.display_command)]
         if session is not None and session.mode == "replay":
@@ -447,7 +447,7 @@ class Server:
             "log": str(self.log_path), "started": time.time()}))
 
     def _wait_ready(self, t0: float):
-        import requests  # noqa: PLC0415
+        import requests
 
         deadline = t0 + self.ready_timeout
         while True:
@@ -467,7 +467,7 @@ class Server:
     def _owns_port(self) -> bool:
         """Whether the answer came from this server's processes (not another server on a reused port)."""
         try:
-            import psutil  # noqa: PLC0415
+            import psutil
         except ImportError:
             return True
         try:
@@ -537,6 +537,8 @@ class Server:
             _live_servers.remove(self)
         if self.pidfile is not None:
             self.pidfile.unlink(missing_ok=True)
+        if self.ready_seconds is not None and self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)  # a server that started fine: its log is not needed; a failed one's stays
 
     def __enter__(self):
         if self.proc is None and not self.replay:
@@ -555,7 +557,7 @@ def _cli_works() -> bool:
     if not exe:
         return False
     try:
-        from importlib.metadata import version  # noqa: PLC0415
+        from importlib.metadata import version
 
         version("vllm")
         return True
@@ -569,7 +571,7 @@ def serve(profile: Profile, lora_modules: Iterable = (), **kw) -> Server:
 
 
 # -- metrics and load ---------------------------------------------------------------
-_LORA_INFO = re.compile(r'^vllm:lora_requests_info\{([^}]*)\}\s+(\S+)', re.M)
+_LORA_INFO = re.compile(r'^vllm:lora_requests_info\{([^}]*)\}\s+(\S+)', re.MULTILINE)
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -607,7 +609,7 @@ def run_load(srv: Server, models: list[str], *, n_requests: int = 240, concurren
     on (it starts as "before"). One row per request: model, start and latency
     (s since the load began), status, ok, phase.
     """
-    import requests  # noqa: PLC0415
+    import requests
 
     if srv.host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError("run_load only targets a server on loopback")
@@ -656,7 +658,7 @@ def run_load(srv: Server, models: list[str], *, n_requests: int = 240, concurren
     return sorted(rows, key=lambda r: r["i"])
 
 
-_GAUGE = re.compile(r'^(vllm:num_requests_running|vllm:num_requests_waiting)\{[^}]*\}\s+(\S+)', re.M)
+_GAUGE = re.compile(r'^(vllm:num_requests_running|vllm:num_requests_waiting)\{[^}]*\}\s+(\S+)', re.MULTILINE)
 
 
 def queue_sample(metrics_text: str) -> dict:
@@ -675,7 +677,7 @@ def burst(srv: Server, models: list[str], *, per_model: int = 8, prompt: str = "
     running/waiting counts seen in /metrics, and the ``vllm:lora_requests_info``
     label sets updated during the burst.
     """
-    import requests  # noqa: PLC0415
+    import requests
 
     if srv.host not in ("127.0.0.1", "localhost", "::1"):
         raise ValueError("burst only targets a server on loopback")
@@ -722,12 +724,12 @@ class RequestsTransport:
     """
 
     def __init__(self):
-        import requests  # noqa: PLC0415
+        import requests
 
         self._session = requests.Session()
 
     def handle_request(self, request):
-        import httpx2  # noqa: PLC0415
+        import httpx2
 
         body = request.read()
         timeout = (request.extensions or {}).get("timeout", {}) or {}

@@ -46,6 +46,7 @@ class AdapterSpec:
     rank: int
     alpha: int
     target_modules: tuple[str, ...]
+    steps_factor: float = 1.0  # x TrainConfig.adapter_steps (JSON's quoting needs longer)
 
 
 # One adapter per task; ranks cover 8..64 and the target modules differ
@@ -281,7 +282,8 @@ def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, dev
     model = get_peft_model(base, lora)
     encoded = encode_pairs(tok, adapter_corpus(task, cfg), chat_template=chat)
     params = [p for p in model.parameters() if p.requires_grad]
-    loss = _train(model, params, encoded, cfg.adapter_steps, cfg.adapter_lr, cfg, tok.pad_token_id, task)
+    steps = max(1, round(cfg.adapter_steps * spec.steps_factor))
+    loss = _train(model, params, encoded, steps, cfg.adapter_lr, cfg, tok.pad_token_id, task)
     model.save_pretrained(out, safe_serialization=True)
     # peft writes the absolute local path of the base: record its name instead,
     # so the shipped folder is the same on every machine.
@@ -291,7 +293,7 @@ def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, dev
     readme = out / "README.md"
     if readme.exists():
         readme.unlink()
-    return {"final_loss": round(loss, 4), "rank": spec.rank, "alpha": spec.alpha,
+    return {"final_loss": round(loss, 4), "rank": spec.rank, "alpha": spec.alpha, "steps": steps,
             "target_modules": list(spec.target_modules),
             "trainable_parameters": sum(p.numel() for p in params)}
 

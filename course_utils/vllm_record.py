@@ -87,10 +87,14 @@ def decode_outputs(data) -> list[RequestOutput]:
     return res
 
 
+# Settings that change what an engine prints, not what it computes: left out of its key.
+COSMETIC_KWARGS = ("use_tqdm_on_load",)
+
+
 def _engine_key(kwargs: dict) -> dict:
     """An engine is known by its settings. Two engines with the same settings share keys; their
     calls are told apart by order (Session.run counts repeats), which also lets a reader re-run a cell."""
-    return kwargs
+    return {k: v for k, v in kwargs.items() if k not in COSMETIC_KWARGS}
 
 
 def generate_key(engine_key, prompts, sampling_params, lora_request) -> list:
