@@ -15,9 +15,13 @@ run three ways, greedy with ``ignore_eos`` so every request makes exactly
    adapter per step.
 
 Each run goes through :func:`course_utils.schedtrace.run` (the engine
-driven step by step), which also counts engine steps. The table gives
-output tokens per second, median and spread (min-max) over repetitions, and
-the ratios per repetition. Lab 03 builds its throughput table with
+driven step by step), which also counts engine steps and times each step.
+The table gives output tokens per second, median and spread (min-max) over
+repetitions, the ratios per repetition, and the step times (the first step
+holds the prefill). On CPU both engines stay alive and the settings
+alternate repetition by repetition (``--interleave``), so that a busy spell
+of a shared machine hits every setting alike; on a GPU one engine runs at a
+time (``--sequential``). Lab 03 builds its throughput table with
 :func:`row` and :func:`ratio_lines` from here.
 
 :func:`check_engine` and :func:`pick_adapters` refuse bad settings (a
@@ -146,7 +150,7 @@ class Spread:
     high: float
 
     @classmethod
-    def of(cls, values) -> "Spread":
+    def of(cls, values) -> Spread:
         v = [float(x) for x in values]
         return cls(statistics.median(v), min(v), max(v))
 
@@ -180,13 +184,17 @@ def mixed(n: int, max_loras: int) -> str:
 
 
 def run_benchmark(profile, n_prompts: int = 32, tokens: int = 64, reps: int = 5, n_adapters: int | None = None,
-                  max_lora_rank: int | None = None, out=print) -> dict:
-    """Run the three settings, ``reps`` times each after one warm-up, and return rates and step counts.
-    Engines run one at a time (the max_loras=N engine serves base-only and mixed, then the max_loras=1 one)."""
+                  max_lora_rank: int | None = None, interleave: bool | None = None, out=print) -> dict:
+    """Run the three settings, ``reps`` times each after one warm-up, and return rates, step counts and
+    step timings. ``interleave`` (default: on CPU) keeps both engines alive and alternates the settings
+    repetition by repetition, so that a slow spell of the machine hits all settings alike; otherwise
+    (one GPU, one engine at a time) the max_loras=N engine serves base-only and mixed, then the
+    max_loras=1 engine runs."""
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
 
     from . import schedtrace
+    from .prompts import chat_prompt
 
     names = pick_adapters(profile, n_adapters)
     if not names:
@@ -197,49 +205,81 @@ def run_benchmark(profile, n_prompts: int = 32, tokens: int = 64, reps: int = 5,
     n = len(names)
     check_engine(n, rank, max_cpu_loras=n)
     check_engine(1, rank, max_cpu_loras=n)
+    if interleave is None:
+        interleave = profile.hardware == "cpu"
     per = -(-n_prompts // n)
     rows = workload(names, per)[:n_prompts]
-    from .prompts import chat_prompt
-
     prompts = [chat_prompt(profile, text) for _, text in rows]
     reqs = {a: LoRARequest(a, i + 1, profile.adapter(a)) for i, a in enumerate(names)}
     mixed_loras = [reqs[a] for a, _ in rows]
-    base_loras = [None] * len(rows)
     sp = SamplingParams(temperature=0, max_tokens=tokens, ignore_eos=True)
-    plan = [(n, [(BASE_ONLY, base_loras), (mixed(n, n), mixed_loras)]), (1, [(mixed(n, 1), mixed_loras)])]
-    rates: dict[str, list[float]] = {}
-    steps: dict[str, int] = {}
-    texts: dict[str, list[list[int]]] = {}
-    for max_loras, settings in plan:
+    plan = [(n, [(BASE_ONLY, [None] * len(rows)), (mixed(n, n), mixed_loras)]), (1, [(mixed(n, 1), mixed_loras)])]
+    traces: dict[str, list] = {}
+    engines: dict[int, object] = {}
+
+    def start(max_loras):
         out(f"starting engine max_loras={max_loras}, max_lora_rank={rank} ...")
         llm = LLM(model=profile.base_model, enable_lora=True, max_loras=max_loras, max_lora_rank=rank,
                   max_cpu_loras=n, **profile.engine_kwargs())
         for r in reqs.values():  # preload: adapter loading is not part of the measurement
             llm.llm_engine.add_lora(r)
-        for label, loras in settings:  # warm-up
-            schedtrace.run(llm, prompts, sp, loras, label)
-        for _ in range(reps):
-            for label, loras in settings:  # alternate settings that share an engine
-                tr = schedtrace.run(llm, prompts, sp, loras, label)
-                rates.setdefault(label, []).append(tr.tokens_per_second)
-                steps[label] = tr.n_steps
-                texts.setdefault(label, tr.token_ids())
-        del llm
+        return llm
+
+    def measure(llm, settings, keep: bool):
+        for label, loras in settings:
+            tr = schedtrace.run(llm, prompts, sp, loras, label)
+            if keep:
+                traces.setdefault(label, []).append(tr)
+
+    if interleave:
+        engines = {ml: start(ml) for ml, _ in plan}
+        for rep in range(reps + 1):  # repetition 0 is the warm-up
+            for ml, settings in plan:
+                measure(engines[ml], settings, keep=rep > 0)
+        engines.clear()
         gc.collect()
-    same = texts[mixed(n, n)] == texts[mixed(n, 1)]
-    return {"adapters": names, "n_prompts": len(prompts), "tokens": tokens, "reps": reps, "rates": rates,
-            "steps": steps, "mixed_outputs_identical": same, "max_lora_rank": rank}
+    else:
+        for ml, settings in plan:
+            llm = start(ml)
+            for rep in range(reps + 1):
+                measure(llm, settings, keep=rep > 0)
+            del llm
+            gc.collect()
+    a, b = traces[mixed(n, n)][-1], traces[mixed(n, 1)][-1]
+    return {"adapters": names, "n_prompts": len(prompts), "tokens": tokens, "reps": reps, "max_lora_rank": rank,
+            "interleaved": interleave, "rates": {k: [t.tokens_per_second for t in v] for k, v in traces.items()},
+            "steps": {k: v[-1].n_steps for k, v in traces.items()},
+            "first_step": {k: [t.step_seconds[0] for t in v if t.step_seconds] for k, v in traces.items()},
+            "median_step": {k: [statistics.median(t.step_seconds) for t in v if t.step_seconds]
+                            for k, v in traces.items()},
+            "prompt_tokens": a.prompt_tokens, "mixed_outputs_identical": a.token_ids() == b.token_ids()}
+
+
+def step_profile(trace) -> str:
+    """'first step 4,186 ms, median step 75.4 ms' (the first step holds the prefill of what it admitted)."""
+    s = trace.step_seconds
+    if not s:
+        return "no step timings"
+    return f"first step {s[0] * 1000:,.0f} ms, median step {statistics.median(s) * 1000:.1f} ms"
 
 
 def report(res: dict) -> str:
     n = len(res["adapters"])
     a, b, base = mixed(n, n), mixed(n, 1), BASE_ONLY
-    lines = [f"{res['n_prompts']} prompts x {res['tokens']} tokens (greedy, ignore_eos), adapters: "
-             f"{', '.join(res['adapters'])}, max_lora_rank={res['max_lora_rank']}, {res['reps']} repetitions "
-             f"after one warm-up",
+    order = "interleaved (both engines alive)" if res.get("interleaved") else "one engine after the other"
+    lines = [(f"{res['n_prompts']} prompts x {res['tokens']} tokens (greedy, ignore_eos), adapters: "
+              f"{', '.join(res['adapters'])}, max_lora_rank={res['max_lora_rank']}, {res['reps']} repetitions "
+              f"after one warm-up, {order}"),
              f"{'setting':<34}{'steps':>7}   tokens/s median (min-max)"]
     for label in (base, a, b):
         lines.append(f"{label:<34}{res['steps'][label]:>7}   {Spread.of(res['rates'][label]).as_rate()}")
+    if res.get("median_step"):
+        lines.append("step times, median over repetitions (the first step holds the prefill it admitted):")
+        for label in (base, a, b):
+            first, med = res["first_step"].get(label), res["median_step"].get(label)
+            if first and med:
+                lines.append(f"  {label:<32}first step {statistics.median(first) * 1000:>7,.0f} ms, "
+                             f"median step {statistics.median(med) * 1000:>6.1f} ms")
     lines.append("ratios per repetition, median (min-max):")
     lines += ["  " + s for s in ratio_lines(res["rates"], [(a, base), (b, base), (a, b)])]
     lines.append(f"mixed outputs identical at max_loras={n} and max_loras=1: {res['mixed_outputs_identical']}")
@@ -255,6 +295,10 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--adapters", type=int, default=None, help="how many of the profile's adapters (default all)")
     ap.add_argument("--max-lora-rank", type=int, default=None)
+    ap.add_argument("--interleave", dest="interleave", action="store_true", default=None,
+                    help="keep both engines alive and alternate settings (default on CPU)")
+    ap.add_argument("--sequential", dest="interleave", action="store_false",
+                    help="one engine at a time (default on GPU)")
     args = ap.parse_args(argv)
 
     from . import record
@@ -273,7 +317,8 @@ def main(argv=None) -> int:
     record.set_current(record.Session("bench", prof.name, "live", recording=False))
     print(f"course_utils.bench: profile {prof.name} ({prof.description}), {record.hardware_description()}, "
           f"vLLM {record.installed_vllm_version()}")
-    res = run_benchmark(prof, args.prompts, args.tokens, args.reps, args.adapters, args.max_lora_rank)
+    res = run_benchmark(prof, args.prompts, args.tokens, args.reps, args.adapters, args.max_lora_rank,
+                        args.interleave)
     print(report(res))
     return 0
 

@@ -53,6 +53,7 @@ class Trace:
     outputs: dict[str, dict] = field(default_factory=dict)  # request id -> text, token_ids, finish_reason
     seconds: float = 0.0  # wall time from the first add_request to the last step
     prompt_tokens: int = 0
+    step_seconds: list[float] = field(default_factory=list)  # wall time of each step() call
 
     # -- sizes and rates -----------------------------------------------------
     @property
@@ -115,8 +116,8 @@ class Trace:
 
     def describe(self, max_lines: int = 12) -> str:
         """The phases as text, e.g. ``steps   1-33  base + sql``."""
-        lines = [f"{self.label}: {self.n_steps} engine steps, {len(self.request_ids)} requests, "
-                 f"at most {self.max_adapters_in_a_step()} adapter(s) in one step"]
+        lines = [(f"{self.label}: {self.n_steps} engine steps, {len(self.request_ids)} requests, "
+                  f"at most {self.max_adapters_in_a_step()} adapter(s) in one step")]
         ph = self.phases()
         shown = ph if len(ph) <= max_lines else ph[: max_lines - 1]
         for a, b, names in shown:
@@ -131,14 +132,16 @@ class Trace:
                 "lora_ids": list(self.lora_ids), "steps": [list(s) for s in self.steps],
                 "outputs": {r: {"text": o["text"], "token_ids": list(o["token_ids"]),
                                 "finish_reason": o.get("finish_reason")} for r, o in self.outputs.items()},
-                "seconds": round(float(self.seconds), 4), "prompt_tokens": int(self.prompt_tokens)}
+                "seconds": round(float(self.seconds), 4), "prompt_tokens": int(self.prompt_tokens),
+                "step_seconds": [round(float(x), 5) for x in self.step_seconds]}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Trace":
+    def from_json(cls, data: dict) -> Trace:
         return cls(label=data["label"], request_ids=list(data["request_ids"]), adapters=list(data["adapters"]),
                    lora_ids=[int(i) for i in data["lora_ids"]], steps=[list(s) for s in data["steps"]],
                    outputs={r: dict(o) for r, o in data["outputs"].items()}, seconds=float(data["seconds"]),
-                   prompt_tokens=int(data.get("prompt_tokens", 0)))
+                   prompt_tokens=int(data.get("prompt_tokens", 0)),
+                   step_seconds=[float(x) for x in data.get("step_seconds", [])])
 
 
 # ---------------------------------------------------------------------------
@@ -158,11 +161,14 @@ def drive(engine, prompts, sampling_params, lora_requests, request_ids, label: s
     outputs = {r: {"text": "", "token_ids": [], "finish_reason": None} for r in request_ids}
     steps: list[list[str]] = []
     prompt_tokens = 0
+    step_seconds: list[float] = []
     t0 = time.perf_counter()
     for rid, prompt, lora in zip(request_ids, prompts, lora_requests):
         engine.add_request(rid, prompt, params, lora_request=lora)
     while engine.has_unfinished_requests():
+        t_step = time.perf_counter()
         step_outputs = engine.step()
+        step_seconds.append(time.perf_counter() - t_step)
         ran = []
         for out in step_outputs:
             rid = out.request_id
@@ -182,7 +188,8 @@ def drive(engine, prompts, sampling_params, lora_requests, request_ids, label: s
     return Trace(label=label, request_ids=list(request_ids),
                  adapters=[getattr(r, "lora_name", None) for r in lora_requests],
                  lora_ids=[int(getattr(r, "lora_int_id", 0) or 0) for r in lora_requests],
-                 steps=steps, outputs=outputs, seconds=seconds, prompt_tokens=prompt_tokens)
+                 steps=steps, outputs=outputs, seconds=seconds, prompt_tokens=prompt_tokens,
+                 step_seconds=step_seconds)
 
 
 def run(llm, prompts, sampling_params, lora_requests=None, label: str = "") -> Trace:

@@ -24,13 +24,14 @@ def test_check_engine_accepts_valid_settings():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(max_loras=0, max_lora_rank=16), r"max_loras=0: vLLM needs an integer >= 1"),
-    (dict(max_loras=-2, max_lora_rank=16), r"max_loras=-2"),
-    (dict(max_loras=2.5, max_lora_rank=16), r"max_loras=2.5"),
-    (dict(max_loras=4, max_lora_rank=48), r"max_lora_rank=48 is not a value vLLM accepts .*1, 8, 16, 32, 64, 128, "
-                                          r"256, 320, 512\).*smallest allowed value that holds rank 48 is 64"),
-    (dict(max_loras=4, max_lora_rank=1024), r"max_lora_rank=1024 is not a value vLLM accepts .*512\)\.$"),
-    (dict(max_loras=4, max_lora_rank=16, max_cpu_loras=2), r"max_cpu_loras \(2\) must be >= max_loras \(4\)"),
+    ({"max_loras": 0, "max_lora_rank": 16}, r"max_loras=0: vLLM needs an integer >= 1"),
+    ({"max_loras": -2, "max_lora_rank": 16}, r"max_loras=-2"),
+    ({"max_loras": 2.5, "max_lora_rank": 16}, r"max_loras=2.5"),
+    ({"max_loras": 4, "max_lora_rank": 48},
+     (r"max_lora_rank=48 is not a value vLLM accepts .*1, 8, 16, 32, 64, 128, 256, 320, 512\)"
+      r".*smallest allowed value that holds rank 48 is 64")),
+    ({"max_loras": 4, "max_lora_rank": 1024}, r"max_lora_rank=1024 is not a value vLLM accepts .*512\)\.$"),
+    ({"max_loras": 4, "max_lora_rank": 16, "max_cpu_loras": 2}, r"max_cpu_loras \(2\) must be >= max_loras \(4\)"),
 ])
 def test_check_engine_refuses_with_a_clear_message(kwargs, message):
     with pytest.raises(BenchError, match=message):
@@ -90,7 +91,11 @@ def test_report_formats_the_three_settings():
            "steps": {bench.BASE_ONLY: 64, bench.mixed(n, n): 64, bench.mixed(n, 1): 256},
            "rates": {bench.BASE_ONLY: [9000.0, 9500.0, 9200.0], bench.mixed(n, n): [4500.0, 4700.0, 4600.0],
                      bench.mixed(n, 1): [1900.0, 2000.0, 1950.0]}}
+    res.update(interleaved=True, first_step={bench.mixed(n, n): [4.2, 4.0, 4.1]},
+               median_step={bench.mixed(n, n): [0.061, 0.075, 0.064]})
     text = bench.report(res)
+    assert "interleaved (both engines alive)" in text
+    assert "  4 adapters mixed, max_loras=4   first step   4,100 ms, median step   64.0 ms" in text
     assert "4 adapters mixed, max_loras=1" + " " * 9 + "256   1,950 tok/s (1,900-2,000)" in text
     assert "4 adapters mixed, max_loras=4 / 4 adapters mixed, max_loras=1: 2.36x (2.35-2.37)" in text
     assert "4 adapters mixed, max_loras=4 / base only: 0.50x" in text
@@ -101,3 +106,9 @@ def test_cli_refuses_bad_settings_before_any_engine(capsys):
     assert "has 4 (sql, support, medical, json)" in capsys.readouterr().err
     assert bench.main(["--profile", "tiny", "--max-lora-rank", "48"]) == 2
     assert "max_lora_rank=48 is not a value vLLM accepts" in capsys.readouterr().err
+
+
+def test_step_profile():
+    tr = SimpleNamespace(step_seconds=[4.186, 0.07, 0.0754, 0.08])
+    assert bench.step_profile(tr) == "first step 4,186 ms, median step 77.7 ms"
+    assert bench.step_profile(SimpleNamespace(step_seconds=[])) == "no step timings"
