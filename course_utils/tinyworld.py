@@ -55,7 +55,7 @@ ADAPTERS: dict[str, AdapterSpec] = {
     "sql": AdapterSpec(16, 32, ("q_proj", "k_proj", "v_proj", "o_proj")),
     "support": AdapterSpec(8, 16, ("q_proj", "v_proj")),
     "medical": AdapterSpec(32, 64, ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")),
-    "json": AdapterSpec(64, 128, ("q_proj", "v_proj", "gate_proj", "up_proj", "down_proj")),
+    "json": AdapterSpec(64, 128, ("q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"), steps_factor=2.0),
 }
 
 
@@ -289,6 +289,7 @@ def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, dev
     # so the shipped folder is the same on every machine.
     conf = json.loads((out / "adapter_config.json").read_text())
     conf["base_model_name_or_path"] = base_name
+    conf["target_modules"] = sorted(conf["target_modules"])  # peft writes a set: its order varies per process
     (out / "adapter_config.json").write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n")
     readme = out / "README.md"
     if readme.exists():

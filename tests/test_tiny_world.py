@@ -19,9 +19,7 @@ def quality():
     return table, rows
 
 
-@pytest.mark.parametrize("task", ["sql", "support", "medical", pytest.param("json", marks=pytest.mark.xfail(
-    reason="the shipped json adapter reaches 92% on held-out prompts, below the 95% goal; open in the "
-           "foundation issue (retrain it with more steps, then re-record the labs)", strict=False))])
+@pytest.mark.parametrize("task", ["sql", "support", "medical", "json"])
 def test_adapter_produces_its_format(quality, task):
     assert quality[0][task]["adapter_format"] >= 0.95
 
