@@ -314,6 +314,7 @@ def make_foreign_adapter(out: Path, seed: int = 0) -> dict:
     model.save_pretrained(out, safe_serialization=True)
     conf = json.loads((out / "adapter_config.json").read_text())
     conf["base_model_name_or_path"] = "course-wide-qwen2 (hidden 512)"
+    conf["target_modules"] = sorted(conf["target_modules"])
     (out / "adapter_config.json").write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n")
     if (out / "README.md").exists():
         (out / "README.md").unlink()
