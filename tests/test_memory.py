@@ -353,3 +353,51 @@ def test_live_lora_buffers_and_kv_blocks_match_vllm():
                                                          platform="cpu")
         print(f"live ({L}, {R}): LoRA {got['lora']:,} B, KV blocks {kv['num_blocks']:,} "
               f"(model {model.num_blocks:,}, block {kv['block_size']}), punica {got['punica']:,} B")
+
+
+CHILD_MULTIPROCESS = textwrap.dedent("""
+    import json, os, sys
+    # vLLM's default: the engine core in its own process (what the GPU profiles keep).
+    os.environ.update(VLLM_ENABLE_V1_MULTIPROCESSING="1", VLLM_ALLOW_INSECURE_SERIALIZATION="1",
+                      VLLM_CPU_KVCACHE_SPACE="1", VLLM_LOGGING_LEVEL="ERROR", TQDM_DISABLE="1",
+                      HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", VLLM_NO_USAGE_STATS="1")
+    from vllm import LLM
+    from course_utils import memory as mm
+    llm = LLM(model=sys.argv[1], enable_lora=True, max_lora_rank=16, max_loras=2, dtype="float32",
+              max_model_len=256)
+    out = {"lora": mm.measure_lora_buffer_bytes(llm), "punica": mm.measure_punica_bytes(llm)}
+    os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "0"
+    try:
+        mm.measure_lora_buffer_bytes(llm)
+        out["refused"] = ""
+    except mm.EngineInAnotherProcess as e:
+        out["refused"] = str(e)
+    print("RESULT " + json.dumps(out), flush=True)
+    del llm
+""")
+
+
+@pytest.mark.live
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
+@pytest.mark.skipif(tiny_base() is None, reason="no tiny base model (make tiny-world)")
+def test_live_measure_reaches_a_multiprocess_engine():
+    """GPU profiles keep vLLM's engine process; the measurements go there through llm.apply_model."""
+    base = tiny_base()
+    r = subprocess.run([sys.executable, "-c", CHILD_MULTIPROCESS, str(base)], check=False, cwd=REPO,
+                       capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
+    assert lines, f"multiprocess engine failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
+    got = json.loads(lines[-1][len("RESULT "):])
+    assert got["lora"] == mm.lora_buffer_bytes(mm.load_config(base), 2, 16, "float32")
+    assert got["punica"] > 0
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING=0" in got["refused"] and "apply_model" in got["refused"]
+
+
+def test_gpu_profiles_allow_apply_model_but_servers_never_get_it():
+    from course_utils.profiles import get_profile
+    from course_utils.server import Server
+
+    for name in ("qwen7b", "llama3b"):
+        prof = get_profile(name)
+        assert prof.env["VLLM_ALLOW_INSECURE_SERIALIZATION"] == "1"
+        assert "VLLM_ALLOW_INSECURE_SERIALIZATION" not in Server(prof).server_env_changes()

@@ -132,9 +132,11 @@ def test_api_keys_are_random():
 def test_env_runtime_updating_only_when_asked(monkeypatch):
     monkeypatch.setenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
     monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    monkeypatch.setenv("VLLM_ALLOW_INSECURE_SERIALIZATION", "1")  # the GPU profiles' offline-only setting
     off = Server(TINY).server_env()
     assert "VLLM_ALLOW_RUNTIME_LORA_UPDATING" not in off
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in off
+    assert "VLLM_ALLOW_INSECURE_SERIALIZATION" not in off
     assert off["VLLM_CPU_KVCACHE_SPACE"] == "1" and "VLLM_LOGGING_LEVEL" in off
     on = Server(TINY, runtime_updates=True)
     assert on.server_env()["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
