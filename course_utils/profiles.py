@@ -143,6 +143,12 @@ def _tiny() -> Profile:
     )
 
 
+# GPU profiles keep vLLM's engine process (deleting an LLM then frees all of its GPU memory).
+# Labs 02/03 measure the engine's LoRA buffers with llm.apply_model, which sends a function to
+# that process. Offline LLM engines only; course_utils.server never passes this to a server.
+GPU_ENV = {**QUIET_ENV, "VLLM_ALLOW_INSECURE_SERIALIZATION": "1"}
+
+
 def _qwen7b() -> Profile:
     root = models_dir()
     paths = resolved_paths().get("qwen7b", {})
@@ -159,13 +165,7 @@ def _qwen7b() -> Profile:
             dtype="float16" if awq else "bfloat16", max_model_len=4096, max_num_seqs=64,
             gpu_memory_utilization=0.90, max_lora_rank=64, max_loras=4, seed=0, use_tqdm_on_load=False,
         ),
-        env={
-            **QUIET_ENV,
-            # Labs 02/03 measure the engine's LoRA buffers with llm.apply_model, which sends a
-            # function to vLLM's engine process (kept: deleting an LLM then frees its GPU memory).
-            # Offline LLM engines only; course_utils.server never passes this to a server.
-            "VLLM_ALLOW_INSECURE_SERIALIZATION": "1",
-        },
+        env=dict(GPU_ENV),
         config_dir=str(DATA / "configs" / ("qwen2.5-7b-instruct-awq" if awq else "qwen2.5-7b-instruct")),
         setup_hint="On the GPU instance run `bash autodl/setup.sh` (downloads the base and trains the adapters).",
     )
@@ -184,13 +184,7 @@ def _llama3b() -> Profile:
             dtype="bfloat16", max_model_len=4096, max_num_seqs=64, gpu_memory_utilization=0.90,
             max_lora_rank=16, max_loras=2, seed=0, use_tqdm_on_load=False,
         ),
-        env={
-            **QUIET_ENV,
-            # Labs 02/03 measure the engine's LoRA buffers with llm.apply_model, which sends a
-            # function to vLLM's engine process (kept: deleting an LLM then frees its GPU memory).
-            # Offline LLM engines only; course_utils.server never passes this to a server.
-            "VLLM_ALLOW_INSECURE_SERIALIZATION": "1",
-        },
+        env=dict(GPU_ENV),
         config_dir=str(DATA / "configs" / "llama-3.2-3b-instruct"),
         setup_hint="On the GPU instance run `bash autodl/setup.sh --profile llama3b`.",
     )

@@ -254,6 +254,17 @@ def train_base(cfg: TrainConfig, out: Path):
     return {"final_loss": round(loss, 4), "parameters": sum(p.numel() for p in model.parameters())}
 
 
+def _make_portable(out: Path, base_name: str) -> None:
+    """Make a saved peft folder the same on every machine and run: peft writes the absolute local
+    path of the base (record its name instead) and target_modules from a set (its order varies per
+    process: sort it); its generated README.md is dropped."""
+    conf = json.loads((out / "adapter_config.json").read_text())
+    conf["base_model_name_or_path"] = base_name
+    conf["target_modules"] = sorted(conf["target_modules"])
+    (out / "adapter_config.json").write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n")
+    (out / "README.md").unlink(missing_ok=True)
+
+
 def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, device: str = "cpu",
                   dtype: str = "float32", gradient_checkpointing: bool = False, base_name: str = BASE_NAME,
                   chat: bool = False):
@@ -285,15 +296,7 @@ def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, dev
     steps = max(1, round(cfg.adapter_steps * spec.steps_factor))
     loss = _train(model, params, encoded, steps, cfg.adapter_lr, cfg, tok.pad_token_id, task)
     model.save_pretrained(out, safe_serialization=True)
-    # peft writes the absolute local path of the base: record its name instead,
-    # so the shipped folder is the same on every machine.
-    conf = json.loads((out / "adapter_config.json").read_text())
-    conf["base_model_name_or_path"] = base_name
-    conf["target_modules"] = sorted(conf["target_modules"])  # peft writes a set: its order varies per process
-    (out / "adapter_config.json").write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n")
-    readme = out / "README.md"
-    if readme.exists():
-        readme.unlink()
+    _make_portable(out, base_name)
     return {"final_loss": round(loss, 4), "rank": spec.rank, "alpha": spec.alpha, "steps": steps,
             "target_modules": list(spec.target_modules),
             "trainable_parameters": sum(p.numel() for p in params)}
@@ -312,12 +315,7 @@ def make_foreign_adapter(out: Path, seed: int = 0) -> dict:
     model = get_peft_model(wide, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"],
                                             init_lora_weights=False, task_type="CAUSAL_LM"))
     model.save_pretrained(out, safe_serialization=True)
-    conf = json.loads((out / "adapter_config.json").read_text())
-    conf["base_model_name_or_path"] = "course-wide-qwen2 (hidden 512)"
-    conf["target_modules"] = sorted(conf["target_modules"])
-    (out / "adapter_config.json").write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n")
-    if (out / "README.md").exists():
-        (out / "README.md").unlink()
+    _make_portable(out, "course-wide-qwen2 (hidden 512)")
     return {"hidden_size": 512, "rank": 8, "note": "random weights; shows a base/adapter mismatch"}
 
 
