@@ -888,9 +888,9 @@ def on_engine_model(llm, fn):
     try:
         model = engine_model(llm)
     except EngineInAnotherProcess:
-        import os
+        from vllm import envs  # vLLM's own reading of the setting (an integer flag)
 
-        if os.environ.get("VLLM_ALLOW_INSECURE_SERIALIZATION", "0") in ("", "0", "false", "False"):
+        if not envs.VLLM_ALLOW_INSECURE_SERIALIZATION:
             raise
         return llm.apply_model(fn)[0]
     return fn(model)

@@ -373,7 +373,7 @@ class Server:
 
     def server_env(self) -> dict:
         env = dict(os.environ)
-        # The kernel's in-process engine switch is for LLM(...); the server keeps its engine process.
+        # The kernel's offline-only settings (OFFLINE_ONLY_ENV) and runtime updating are not inherited.
         for k in (*OFFLINE_ONLY_ENV, "VLLM_ALLOW_RUNTIME_LORA_UPDATING"):
             env.pop(k, None)
         env.update(self.server_env_changes())

@@ -309,11 +309,19 @@ def test_qwen7b_profile_fits_a_4090():
 
 # ---------------------------------------------------------------- live: vLLM on the tiny model
 
+# What every engine child below runs with; each adds its engine-process setting.
+CHILD_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "ERROR", "TQDM_DISABLE": "1",
+             "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "VLLM_NO_USAGE_STATS": "1",
+             "PYTHONPATH": str(REPO)}
+
+
+def run_child(code: str, *args, **env):
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], check=False, cwd=REPO,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, **CHILD_ENV, **env})
+
+
 CHILD = textwrap.dedent("""
     import json, os, sys
-    os.environ.update(VLLM_ENABLE_V1_MULTIPROCESSING="0", VLLM_CPU_KVCACHE_SPACE="1",
-                      VLLM_LOGGING_LEVEL="ERROR", TQDM_DISABLE="1", HF_HUB_OFFLINE="1",
-                      TOKENIZERS_PARALLELISM="false", VLLM_NO_USAGE_STATS="1")
     from vllm import LLM
     from course_utils import memory as mm
     base, L, R = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -333,9 +341,7 @@ def test_live_lora_buffers_and_kv_blocks_match_vllm():
     base = tiny_base()
     cfg = mm.load_config(base)
     for L, R in LIVE_PAIRS:
-        r = subprocess.run([sys.executable, "-c", CHILD, str(base), str(L), str(R)], check=False, cwd=REPO,
-                           capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "PYTHONPATH": str(REPO)})
+        r = run_child(CHILD, base, L, R, VLLM_ENABLE_V1_MULTIPROCESSING="0")
         lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
         assert lines, f"engine ({L}, {R}) failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
         got = json.loads(lines[-1][len("RESULT "):])
@@ -357,10 +363,6 @@ def test_live_lora_buffers_and_kv_blocks_match_vllm():
 
 CHILD_MULTIPROCESS = textwrap.dedent("""
     import json, os, sys
-    # vLLM's default: the engine core in its own process (what the GPU profiles keep).
-    os.environ.update(VLLM_ENABLE_V1_MULTIPROCESSING="1", VLLM_ALLOW_INSECURE_SERIALIZATION="1",
-                      VLLM_CPU_KVCACHE_SPACE="1", VLLM_LOGGING_LEVEL="ERROR", TQDM_DISABLE="1",
-                      HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", VLLM_NO_USAGE_STATS="1")
     from vllm import LLM
     from course_utils import memory as mm
     llm = LLM(model=sys.argv[1], enable_lora=True, max_lora_rank=16, max_loras=2, dtype="float32",
@@ -383,8 +385,8 @@ CHILD_MULTIPROCESS = textwrap.dedent("""
 def test_live_measure_reaches_a_multiprocess_engine():
     """GPU profiles keep vLLM's engine process; the measurements go there through llm.apply_model."""
     base = tiny_base()
-    r = subprocess.run([sys.executable, "-c", CHILD_MULTIPROCESS, str(base)], check=False, cwd=REPO,
-                       capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    # vLLM's default: the engine core in its own process (what the GPU profiles keep).
+    r = run_child(CHILD_MULTIPROCESS, base, VLLM_ENABLE_V1_MULTIPROCESSING="1", VLLM_ALLOW_INSECURE_SERIALIZATION="1")
     lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
     assert lines, f"multiprocess engine failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
     got = json.loads(lines[-1][len("RESULT "):])
