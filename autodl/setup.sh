@@ -18,8 +18,8 @@
 #   2. free disk on / and on the data disk /root/autodl-tmp
 #   3. Python environment: venv + pip install -e '.[gpu]' (vllm==0.26.0, peft, modelscope, transformers)
 #   4. Jupyter kernel "multi-lora-course"
-#   5. download the base model (python -m course_utils.download), verified, paths in paths.json
-#   6. train the four adapters (python -m course_utils.gpu_adapters)
+#   5. download the base model (python -m course_utils.gpu.download), verified, paths in paths.json
+#   6. train the four adapters (python -m course_utils.gpu.train_adapters)
 #   7. check the profile and print how to start
 #
 # Which CUDA, which driver (sources in course_utils/gpu_checks.py): vllm 0.26.0 pins torch==2.11.0;
@@ -279,7 +279,7 @@ if [ "$AWQ" = 1 ]; then gpu_args+=(--awq); fi
 if [ "$NO_GPU" = 1 ]; then
   say "--no-gpu: GPU check skipped (the adapters are not trained in this run)."
 elif ! command -v nvidia-smi > /dev/null 2>&1; then
-  "$SYS_PY" -m course_utils.gpu_checks gpu "${gpu_args[@]}" || true
+  "$SYS_PY" -m course_utils.gpu.checks gpu "${gpu_args[@]}" || true
   fail "no NVIDIA GPU here (nvidia-smi is missing)."
 else
   SMI_OUT="$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>&1)" \
@@ -289,7 +289,7 @@ else
     SMI_RC=0
     SMI_OUT="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1)" || SMI_RC=$?
   fi
-  GPU_REPORT="$("$SYS_PY" -m course_utils.gpu_checks gpu "${gpu_args[@]}" --smi "$SMI_OUT" --smi-rc "$SMI_RC")" \
+  GPU_REPORT="$("$SYS_PY" -m course_utils.gpu.checks gpu "${gpu_args[@]}" --smi "$SMI_OUT" --smi-rc "$SMI_RC")" \
     || fail "this GPU / driver cannot run the course as configured (details above)."
   say "$GPU_REPORT"
 fi
@@ -301,7 +301,7 @@ TRAIN_NOTE=""
 if [ "$PROFILE" != qwen7b ]; then
   TRAIN_NOTE="profile $PROFILE has no adapters to train (its adapter is downloaded in step 5)."
 elif [ "$SKIP_TRAIN" = 1 ]; then
-  TRAIN_NOTE="--skip-train: not training. Later: $VPY -m course_utils.gpu_adapters --profile qwen7b"
+  TRAIN_NOTE="--skip-train: not training. Later: $VPY -m course_utils.gpu.train_adapters --profile qwen7b"
 elif [ "$NO_GPU" = 1 ]; then
   TRAIN_NOTE="--no-gpu: not training now. Start the instance with its GPU and rerun: bash autodl/setup.sh$AWQ_FLAG"
 elif ! grep -q "^train adapters here: yes" <<< "$GPU_REPORT"; then
@@ -323,7 +323,7 @@ if [ "$AWQ" = 1 ]; then disk_args+=(--awq); fi
 if [ "$WITH_BF16" = 1 ]; then disk_args+=(--with-bf16); fi
 if [ "$VENV_READY" = 1 ]; then disk_args+=(--venv-ready); fi
 if [ "$WILL_TRAIN" = 1 ]; then disk_args+=(--train); fi
-"$SYS_PY" -m course_utils.gpu_checks disk "${disk_args[@]}" || fail "not enough free disk space (details above)."
+"$SYS_PY" -m course_utils.gpu.checks disk "${disk_args[@]}" || fail "not enough free disk space (details above)."
 
 # ---------------------------------------------------------------------------
 step 3 "Python environment (vllm==$VLLM_VERSION, $VARIANT wheels)"
@@ -387,13 +387,13 @@ if [ "$AWQ" = 1 ]; then dl_args+=(--awq); fi
 if [ "$WITH_BF16" = 1 ]; then dl_args+=(--with-bf16); fi
 if [ "$DRY_RUN" = 1 ]; then
   # The planner reads the folders only; it needs no venv and no network.
-  "$SYS_PY" -m course_utils.download "${dl_args[@]}" --dry-run
-  with_turbo "$VPY" -m course_utils.download "${dl_args[@]}"
-elif "$VPY" -m course_utils.download "${dl_args[@]}" --verify-only > /dev/null 2>&1; then
-  "$VPY" -m course_utils.download "${dl_args[@]}" --verify-only
+  "$SYS_PY" -m course_utils.gpu.download "${dl_args[@]}" --dry-run
+  with_turbo "$VPY" -m course_utils.gpu.download "${dl_args[@]}"
+elif "$VPY" -m course_utils.gpu.download "${dl_args[@]}" --verify-only > /dev/null 2>&1; then
+  "$VPY" -m course_utils.gpu.download "${dl_args[@]}" --verify-only
   say "[ok] everything is downloaded and verified: skipped."
 else
-  with_turbo "$VPY" -m course_utils.download "${dl_args[@]}" \
+  with_turbo "$VPY" -m course_utils.gpu.download "${dl_args[@]}" \
     || fail "the download did not finish (details above). Files already complete are kept; rerunning resumes." \
       "If it keeps failing: try the other source (--source hf or --source modelscope)," \
       "or $OTHER_TURBO."
@@ -408,10 +408,10 @@ else
   train_args=(--profile qwen7b)
   if [ -n "$STEPS" ]; then train_args+=(--steps "$STEPS"); fi
   if [ "$DRY_RUN" = 1 ]; then
-    "$SYS_PY" -m course_utils.gpu_adapters "${train_args[@]}" --dry-run
-    run "$VPY" -m course_utils.gpu_adapters "${train_args[@]}"
+    "$SYS_PY" -m course_utils.gpu.train_adapters "${train_args[@]}" --dry-run
+    run "$VPY" -m course_utils.gpu.train_adapters "${train_args[@]}"
   else
-    run "$VPY" -m course_utils.gpu_adapters "${train_args[@]}" \
+    run "$VPY" -m course_utils.gpu.train_adapters "${train_args[@]}" \
       || fail "training stopped (details above). Finished adapters are kept; rerunning trains only the missing ones."
     mark train-qwen7b.done "${train_args[*]}"
   fi

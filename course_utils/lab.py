@@ -14,10 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import record
+from .replay import session as record
+from .paths import REPO
 from .profiles import Profile, ProfileError, apply_env, get_profile
 
-REPLAY_SITE = Path(__file__).resolve().parent / "replay_vllm"
+REPLAY_SITE = Path(__file__).resolve().parent / "replay" / "standins"
 
 
 def detect_mode() -> str:
@@ -52,7 +53,7 @@ def banner(profile: Profile, session: record.Session) -> str:
         mode = f"replay (read mode: recorded {p.get('date', '?')} with `{p.get('command', '?')}`)"
         hardware, version = p.get("hardware", "?"), p.get("vllm_version", "?")
     else:
-        mode = "live" + (f" (recording to {session.path.relative_to(record.REPO)})" if session.recording else "")
+        mode = "live" + (f" (recording to {session.path.relative_to(REPO)})" if session.recording else "")
         hardware, version = record.hardware_description(), record.installed_vllm_version()
     return "\n".join([
         f"mode:     {mode}",
@@ -74,7 +75,7 @@ def start(lab: str, profile: str | None = None, quiet: bool = False) -> Profile:
     if mode == "replay":
         _use_replay_vllm()
     elif session.recording:
-        from . import vllm_record
+        from .replay import vllm_calls as vllm_record
 
         vllm_record.instrument()
         vllm_record.record_facts(session)

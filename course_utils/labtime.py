@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .profiles import REPO
+from .paths import REPO
 
 
 def run_once(notebook: Path, mode: str, venv: Path) -> float:

@@ -15,11 +15,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .tasks import TASKS
+from .tinyworld.tasks import TASKS
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "data"
-TINY = DATA / "tiny"
+from .paths import CONFIGS, DATA, REPO, TINY, models_dir, read_paths_file  # noqa: F401  (cu.profiles.REPO, TINY)
 
 
 class ProfileError(RuntimeError):
@@ -75,24 +73,6 @@ class Profile:
                     f"adapter {name!r}: {path} has no adapter_config.json, so it is not a peft "
                     f"LoRA adapter folder. {self.setup_hint}")
         return self
-
-
-def models_dir() -> Path:
-    """Where the GPU profiles' models and adapters live (the AutoDL data disk when present)."""
-    env = os.environ.get("COURSE_MODELS_DIR")
-    if env:
-        return Path(env)
-    if Path("/root/autodl-tmp").is_dir():
-        return Path("/root/autodl-tmp/course")
-    return Path.home() / ".cache" / "multi-lora-course"
-
-
-def resolved_paths() -> dict:
-    """Paths written by the download step (``<models_dir>/paths.json``), if any."""
-    f = models_dir() / "paths.json"
-    if f.is_file():
-        return json.loads(f.read_text())
-    return {}
 
 
 def cuda_available() -> bool:
@@ -151,7 +131,7 @@ GPU_ENV = {**QUIET_ENV, "VLLM_ALLOW_INSECURE_SERIALIZATION": "1"}
 
 def _qwen7b() -> Profile:
     root = models_dir()
-    paths = resolved_paths().get("qwen7b", {})
+    paths = read_paths_file().get("qwen7b", {})
     awq = paths.get("quantization") == "awq"  # `autodl/setup.sh --awq` for 16 GB cards
     return Profile(
         name="qwen7b",
@@ -166,14 +146,14 @@ def _qwen7b() -> Profile:
             gpu_memory_utilization=0.90, max_lora_rank=64, max_loras=4, seed=0, use_tqdm_on_load=False,
         ),
         env=dict(GPU_ENV),
-        config_dir=str(DATA / "configs" / ("qwen2.5-7b-instruct-awq" if awq else "qwen2.5-7b-instruct")),
+        config_dir=str(CONFIGS / ("qwen2.5-7b-instruct-awq" if awq else "qwen2.5-7b-instruct")),
         setup_hint="On the GPU instance run `bash autodl/setup.sh` (downloads the base and trains the adapters).",
     )
 
 
 def _llama3b() -> Profile:
     root = models_dir()
-    paths = resolved_paths().get("llama3b", {})
+    paths = read_paths_file().get("llama3b", {})
     return Profile(
         name="llama3b",
         description="Llama-3.2-3B-Instruct + jeeejeee/llama32-3b-text2sql-spider (the seed's section-4 pair)",
@@ -185,7 +165,7 @@ def _llama3b() -> Profile:
             max_lora_rank=16, max_loras=2, seed=0, use_tqdm_on_load=False,
         ),
         env=dict(GPU_ENV),
-        config_dir=str(DATA / "configs" / "llama-3.2-3b-instruct"),
+        config_dir=str(CONFIGS / "llama-3.2-3b-instruct"),
         setup_hint="On the GPU instance run `bash autodl/setup.sh --profile llama3b`.",
     )
 

@@ -16,9 +16,12 @@ import json
 import re
 from dataclasses import dataclass
 
-from . import flops, memory
+from .engine import flops
+
+from .memory import model as memory
 from .lab import fmt_seconds
-from .record import REPO, RecordingError, recording_path
+from .paths import REPO
+from .replay.session import RecordingError, recording_path
 
 QWEN = "qwen2.5-7b-instruct"
 

@@ -1,7 +1,7 @@
 """The AutoDL GPU path without a GPU or a network: fake nvidia-smi / df outputs, fake model folders.
 
-Covers course_utils.gpu_checks (driver, GPU, disk verdicts), course_utils.download (folder
-layouts, verification, paths.json), course_utils.gpu_adapters (resumable, atomic adapters) and
+Covers course_utils.gpu.checks (driver, GPU, disk verdicts), course_utils.gpu.download (folder
+layouts, verification, paths.json), course_utils.gpu.train_adapters (resumable, atomic adapters) and
 ``bash autodl/setup.sh`` itself in a temporary HOME with fake ``nvidia-smi`` and ``df``.
 """
 
@@ -19,7 +19,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from course_utils import download, gpu_adapters, gpu_checks, profiles
+from course_utils import profiles
+from course_utils.gpu import checks as gpu_checks, download, train_adapters as gpu_adapters
+from course_utils.paths import read_paths_file
 
 REPO = Path(__file__).resolve().parent.parent
 SETUP = REPO / "autodl" / "setup.sh"
@@ -312,7 +314,7 @@ def test_paths_json_merges_and_profiles_read_it(tmp_path, monkeypatch):
     base = make_model(models_dir / "models" / "Qwen2.5-7B-Instruct")
     download.record(models_dir, download.ITEMS["qwen7b"], base, serve_key="qwen7b")
     data = download.write_paths(models_dir, download.merge_paths(
-        download.read_paths(models_dir), "qwen7b", adapters={"sql": "/a/sql"}))
+        read_paths_file(models_dir), "qwen7b", adapters={"sql": "/a/sql"}))
     data = json.loads(data.read_text())
     assert data["llama3b"] == {"base": "/x/llama", "adapters": {"sql": "/x/sql"}}
     assert data["qwen7b"]["base"] == str(base.resolve()) and data["qwen7b"]["adapters"] == {"sql": "/a/sql"}
@@ -328,11 +330,11 @@ def test_awq_becomes_the_served_base_and_bf16_stays_for_training(tmp_path):
     awq = make_model(models_dir / "models" / "Qwen2.5-7B-Instruct-AWQ", "qwen7b-awq")
     download.record(models_dir, download.ITEMS["qwen7b"], bf16, serve_key="qwen7b-awq")
     download.record(models_dir, download.ITEMS["qwen7b-awq"], awq, serve_key="qwen7b-awq")
-    e = download.read_paths(models_dir)["qwen7b"]
+    e = read_paths_file(models_dir)["qwen7b"]
     assert e["base"] == str(awq.resolve()) and e["quantization"] == "awq" and e["base_bf16"] == str(bf16.resolve())
     assert gpu_adapters.training_base(models_dir) == bf16.resolve()
     download.record(models_dir, download.ITEMS["qwen7b"], bf16, serve_key="qwen7b")  # a later run without --awq
-    e = download.read_paths(models_dir)["qwen7b"]
+    e = read_paths_file(models_dir)["qwen7b"]
     assert e["base"] == str(bf16.resolve()) and "quantization" not in e
 
 
@@ -357,7 +359,7 @@ def test_download_reuses_a_complete_copy_without_network(tmp_path, capsys, monke
     monkeypatch.setattr(download, "DOWNLOADERS", {})  # any download attempt would raise KeyError
     rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(tmp_path / "course")], capsys)
     assert rc == 0, out
-    assert download.read_paths(tmp_path / "course")["qwen7b"]["base"] == str(found.resolve())
+    assert read_paths_file(tmp_path / "course")["qwen7b"]["base"] == str(found.resolve())
 
 
 def test_download_fetches_resumes_and_records(tmp_path, capsys, monkeypatch):
@@ -374,7 +376,7 @@ def test_download_fetches_resumes_and_records(tmp_path, capsys, monkeypatch):
     assert rc == 0, out
     assert "incomplete" in out and "removed the cut-off file model-00001-of-00002.safetensors" in out
     assert calls == [("Qwen/Qwen2.5-7B-Instruct", target.resolve())]
-    assert download.read_paths(models_dir)["qwen7b"]["base"] == str(target.resolve())
+    assert read_paths_file(models_dir)["qwen7b"]["base"] == str(target.resolve())
     rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(models_dir)], capsys)
     assert rc == 0 and len(calls) == 1 and "[ok] Qwen2.5-7B-Instruct: complete" in out
 
@@ -387,7 +389,7 @@ def test_download_that_stays_partial_says_how_to_resume(tmp_path, capsys, monkey
     rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(tmp_path)], capsys)
     assert rc == 1
     assert "missing: model-00004-of-00004.safetensors" in out
-    assert "To continue (resumes, keeps complete files): python -m course_utils.download --profile qwen7b" in out
+    assert "To continue (resumes, keeps complete files): python -m course_utils.gpu.download --profile qwen7b" in out
     assert not (tmp_path / "paths.json").exists()
 
 
@@ -407,14 +409,14 @@ def test_download_llama3b_adapter_comes_from_hf_mirror(tmp_path, capsys, monkeyp
     rc, out = run_download(["--profile", "llama3b", "--models-dir", str(tmp_path)], capsys)
     assert rc == 0, out
     assert got == [("modelscope", "LLM-Research/Llama-3.2-3B-Instruct"), ("hf", "jeeejeee/llama32-3b-text2sql-spider")]
-    e = download.read_paths(tmp_path)["llama3b"]
+    e = read_paths_file(tmp_path)["llama3b"]
     assert e["adapters"]["sql"].endswith("adapters/llama32-3b-text2sql-spider")
     assert e["base"].endswith("models/Llama-3.2-3B-Instruct")
 
 
 def test_download_module_imports_without_hub_libraries():
     code = ("import sys; sys.modules['modelscope'] = None; sys.modules['huggingface_hub'] = None; "
-            "import course_utils.download, course_utils.gpu_checks, course_utils.gpu_adapters; print('ok')")
+            "import course_utils.gpu.download, course_utils.gpu.checks, course_utils.gpu.train_adapters; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False, capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
@@ -442,7 +444,7 @@ def test_train_config_is_sized_for_a_4090():
 
 
 def test_train_all_resumes_and_never_leaves_half_an_adapter(tmp_path, monkeypatch):
-    import course_utils.tinyworld as tw
+    import course_utils.tinyworld.trainer as tw
 
     models_dir = tmp_path / "course"
     base = make_model(models_dir / "models" / "Qwen2.5-7B-Instruct")
@@ -468,7 +470,7 @@ def test_train_all_resumes_and_never_leaves_half_an_adapter(tmp_path, monkeypatc
     root = models_dir / "adapters" / "qwen7b"
     assert trained == ["support"]
     assert not (root / "medical").exists() and not list(root.glob(".*partial*"))
-    assert set(download.read_paths(models_dir)["qwen7b"]["adapters"]) == {"sql", "support"}
+    assert set(read_paths_file(models_dir)["qwen7b"]["adapters"]) == {"sql", "support"}
     # the second run trains only what is missing
     trained.clear()
     monkeypatch.setattr(tw, "train_adapter", lambda *a, **k: fake_train(*a, **k) if a[2] != "medical" else (
@@ -563,7 +565,7 @@ def test_setup_dry_run_prints_the_whole_plan_and_changes_nothing(box):
         f"source {box.tmp / 'network_turbo'} && ",
         "then unset http_proxy https_proxy",
         "adapter json (rank 64",
-        "-m course_utils.gpu_adapters --profile qwen7b",
+        "-m course_utils.gpu.train_adapters --profile qwen7b",
         f"HF_HOME={box.tmp / 'autodl-tmp' / 'cache' / 'huggingface'}",
         f"PIP_CACHE_DIR={box.tmp / 'autodl-tmp' / 'cache' / 'pip'}",
         "Done (dry run: nothing was changed)",

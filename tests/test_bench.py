@@ -1,4 +1,4 @@
-"""course_utils.bench: setting checks, workloads, table rows and ratios (no vLLM needed)."""
+"""course_utils.engine.bench: setting checks, workloads, table rows and ratios (no vLLM needed)."""
 
 import re
 from pathlib import Path
@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from course_utils import bench
-from course_utils.bench import BenchError
+from course_utils.engine import bench
+from course_utils.engine.bench import BenchError
 from course_utils.profiles import get_profile
 
 SANITIZE = Path(__file__).parent / "sanitize.cfg"

@@ -1,8 +1,9 @@
 import pytest
 
-from course_utils import lab, tinyworld
+from course_utils import lab
+from course_utils.tinyworld import trainer as tinyworld
 from course_utils.profiles import ProfileError, get_profile
-from course_utils.prompts import chat_prompt
+from course_utils.chat import chat_prompt
 
 
 def test_chat_prompt_renders_the_models_own_template():

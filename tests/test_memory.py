@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from course_utils import memory as mm
+from course_utils.paths import CONFIGS
 from course_utils.memory import GiB, MemoryModelError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,7 +74,7 @@ def test_awq_config_and_chat_template():
     q = mm.load_config(QWEN_AWQ)["quantization_config"]
     assert (q["quant_method"], q["bits"], q["group_size"], q["zero_point"]) == ("awq", 4, 128, True)
     assert mm.load_config(QWEN_AWQ)["torch_dtype"] == "float16"
-    tok = json.loads((mm.CONFIGS / QWEN / "tokenizer_config.json").read_text())
+    tok = json.loads((CONFIGS / QWEN / "tokenizer_config.json").read_text())
     assert tok["eos_token"] == "<|im_end|>" and tok["tokenizer_class"] == "Qwen2Tokenizer"
     jinja2 = pytest.importorskip("jinja2")
     env = jinja2.Environment(extensions=["jinja2.ext.loopcontrols"])
@@ -82,7 +83,7 @@ def test_awq_config_and_chat_template():
         messages=[{"role": "user", "content": "Hi"}], add_generation_prompt=True)
     assert text == ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant."
                     "<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
-    assert (mm.CONFIGS / "README.md").is_file()
+    assert (CONFIGS / "README.md").is_file()
 
 
 def test_module_imports_without_torch_or_vllm():

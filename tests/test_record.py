@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from course_utils import record
-from course_utils.record import RecordingError, ReplayMiss, Session
+from course_utils.replay import session as record
+from course_utils.replay.session import RecordingError, ReplayMiss, Session
 
 
 @pytest.fixture

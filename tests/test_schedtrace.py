@@ -1,4 +1,4 @@
-"""course_utils.schedtrace: the per-step trace, its record/replay, the Gantt chart.
+"""course_utils.engine.schedtrace: the per-step trace, its record/replay, the Gantt chart.
 
 Fast tests drive a small fake engine that schedules like vLLM's V1 scheduler
 (FCFS, a waiting request whose adapter would exceed max_loras is skipped); the
@@ -17,9 +17,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from course_utils import record, schedtrace
+from course_utils.replay import session as record
+from course_utils.engine import schedtrace
 from course_utils.profiles import REPO, TINY
-from course_utils.schedtrace import Trace
+from course_utils.engine.schedtrace import Trace
 
 
 # ---------------------------------------------------------------------------- a fake engine
@@ -199,9 +200,10 @@ CHILD = textwrap.dedent("""
                       TOKENIZERS_PARALLELISM="false", VLLM_NO_USAGE_STATS="1")
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
-    from course_utils import record, schedtrace
+    from course_utils.replay import session as record
+from course_utils.engine import schedtrace
     from course_utils.profiles import get_profile
-    from course_utils.prompts import chat_prompt
+    from course_utils.chat import chat_prompt
     record.set_current(record.Session("test", "tiny", "live"))
     prof = get_profile("tiny")
     names = ["sql", "support", "medical"]

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import profiles, record, server
+from course_utils import profiles, server
+from course_utils.replay import session as record
 from course_utils.server import Server, ServerError
 
 psutil = pytest.importorskip("psutil")

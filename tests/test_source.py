@@ -1,4 +1,4 @@
-"""The source locator of Lab 05 (course_utils.source), the lab's from-scratch LoRA layer, the FLOP model."""
+"""The source locator of Lab 05 (course_utils.engine.source), the lab's from-scratch LoRA layer, the FLOP model."""
 
 import importlib.util
 import json
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import flops, selftest, source
+from course_utils import selftest
+from course_utils.engine import flops, source
 
 REPO = Path(__file__).resolve().parent.parent
 LAB05 = REPO / "labs" / "05_source_tour.ipynb"
@@ -19,9 +20,9 @@ LAB05 = REPO / "labs" / "05_source_tour.ipynb"
 # ---------------------------------------------------------------------------
 
 def test_found_with_members_and_short_docstrings():
-    loc = source.locate("course_utils.record", "Session", members=["fact"])
+    loc = source.locate("course_utils.replay.session", "Session", members=["fact"])
     assert loc.status == "found" and loc.found
-    assert loc.file == "course_utils/record.py" and loc.lineno > 1
+    assert loc.file == "course_utils/replay/session.py" and loc.lineno > 1
     assert loc.source.startswith("class Session:")
     assert "def fact(" in loc.source and "def run(" not in loc.source  # trimmed to the chosen member
     assert "```python" in loc.markdown()
@@ -48,9 +49,9 @@ def test_fields_only_stops_at_the_first_method():
 
 
 def test_missing_member_names_what_uses_it_instead():
-    loc = source.locate("course_utils.record", "Session.recordingz")
+    loc = source.locate("course_utils.replay.session", "Session.recordingz")
     assert loc.status == "missing" and not loc.found
-    assert loc.note == ("not found in this vLLM version: Session.recordingz (looked in course_utils.record)")
+    assert loc.note == ("not found in this vLLM version: Session.recordingz (looked in course_utils.replay.session)")
     loc = source.locate("course_utils.profiles", "Profile.max_loras_renamed")
     assert loc.status == "missing"
     # members whose source mentions the last part of the missing name are offered
@@ -66,8 +67,8 @@ def test_missing_module_does_not_raise():
 
 
 def test_moved_to_another_module():
-    loc = source.locate("course_utils.lab", "finalize", also_in=["course_utils.record"])
-    assert loc.status == "moved" and loc.found and loc.found_in == "course_utils.record"
+    loc = source.locate("course_utils.lab", "finalize", also_in=["course_utils.replay.session"])
+    assert loc.status == "moved" and loc.found and loc.found_in == "course_utils.replay.session"
     assert "moved: finalize is not in course_utils.lab" in loc.note
     assert loc.source.startswith("def finalize(")
 
@@ -97,7 +98,7 @@ def test_a_module_that_fails_to_import_is_read_as_a_file(tmp_path, monkeypatch):
 
 
 def test_located_round_trips_through_json():
-    loc = source.locate("course_utils.record", "portable")
+    loc = source.locate("course_utils.replay.session", "portable")
     again = source.Located.from_dict(json.loads(json.dumps(loc.as_dict())))
     assert again == loc
 

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from course_utils import tasks
+from course_utils.tinyworld import tasks
 
 
 def test_examples_are_reproducible():

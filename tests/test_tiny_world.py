@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from course_utils import get_profile, tinyworld
+from course_utils import get_profile
+from course_utils.paths import TINY
+from course_utils.tinyworld import trainer as tinyworld
 
 vllm = pytest.importorskip("vllm", reason="live tests need vLLM (make setup)")
 pytestmark = pytest.mark.live
@@ -12,7 +14,7 @@ pytestmark = pytest.mark.live
 
 @pytest.fixture(scope="module")
 def quality():
-    from course_utils import quality
+    from course_utils.tinyworld import quality
 
     table, rows = quality.evaluate(get_profile("tiny"), n_per_task=50)
     print("\n" + quality.format_table(table))
@@ -35,7 +37,7 @@ def test_vllm_agrees_with_transformers_peft(quality):
 
 
 def test_shipped_world_is_small():
-    size = sum(f.stat().st_size for f in tinyworld.REPO_TINY.rglob("*") if f.is_file())
+    size = sum(f.stat().st_size for f in TINY.rglob("*") if f.is_file())
     assert size <= 25 * 2**20, f"data/tiny is {size / 2**20:.1f} MiB"
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from course_utils import record, vllm_record as vr
-from course_utils.record import ReplayMiss, Session
+from course_utils.replay import session as record, vllm_calls as vr
+from course_utils.replay.session import ReplayMiss, Session
 
 
 @pytest.fixture

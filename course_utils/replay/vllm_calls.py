@@ -2,8 +2,8 @@
 
 Live with recording on, :func:`instrument` wraps the real ``vllm.LLM``
 (constructor, ``generate``) and ``LLMEngine.add_lora`` so that each call also
-goes through :meth:`course_utils.record.Session.run`. In read mode the
-package ``course_utils/replay_vllm/vllm`` stands in for vLLM: the labs'
+goes through :meth:`course_utils.replay.session.Session.run`. In read mode the
+package ``course_utils/replay/standins/vllm`` stands in for vLLM: the labs'
 ``from vllm import LLM, SamplingParams`` and
 ``from vllm.lora.request import LoRARequest`` import the classes below, which
 answer from the recording. The lab code is the same in both modes.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from .record import current
+from .session import current
 
 SP_FIELDS = ("n", "temperature", "top_p", "top_k", "min_p", "seed", "max_tokens", "min_tokens",
              "stop", "ignore_eos", "logprobs")

@@ -20,7 +20,7 @@ take turns. The outputs come from the same engine loop, so a trace also
 holds each request's generated text and token ids.
 
 :func:`run` goes through the lab's record/replay layer
-(:meth:`course_utils.record.Session.run`, kind ``"schedtrace"``): live it
+(:meth:`course_utils.replay.session.Session.run`, kind ``"schedtrace"``): live it
 drives the engine, with recording on it stores the JSON form of the
 :class:`Trace`, and in read mode it hands the recorded trace back. Step
 lists and outputs are deterministic for a given engine and workload; only
@@ -34,8 +34,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from . import record
-from .vllm_record import lora_key, prompts_key, sampling_key
+from ..replay import session as record
+from ..replay.vllm_calls import lora_key, prompts_key, sampling_key
 
 KIND = "schedtrace"
 BASE = "base"  # the adapter name shown for rows without a LoRARequest

@@ -278,7 +278,7 @@ def _locate_in_file(module, qualname, members, fields_only, docstrings, import_e
 
 def get(module: str, qualname: str, **options) -> Located:
     """:func:`locate` through the lab's record layer (read mode replays the recorded text)."""
-    from .record import current  # noqa: PLC0415
+    from ..replay.session import current  # noqa: PLC0415
 
     data = current().run("source", [module, qualname, options],
                          lambda: locate(module, qualname, **options).as_dict(),
@@ -303,7 +303,7 @@ def show(module: str, qualname: str, **options) -> None:
 
 def installed_version() -> str:
     """The installed vLLM's version string (the recorded one in read mode)."""
-    from .record import current, installed_vllm_version  # noqa: PLC0415
+    from ..replay.session import current, installed_vllm_version  # noqa: PLC0415
 
     return current().fact("source.vllm_version", lambda: installed_vllm_version() or "not installed")
 
@@ -367,7 +367,7 @@ def _plain(v):
 
 def fields(module: str, qualname: str, names: Iterable[str] | None = None) -> list[dict]:
     """:func:`dataclass_fields` through the record layer."""
-    from .record import current  # noqa: PLC0415
+    from ..replay.session import current  # noqa: PLC0415
 
     names = list(names) if names is not None else None
     return current().run("fields", [module, qualname, names], lambda: dataclass_fields(module, qualname, names))
@@ -375,14 +375,14 @@ def fields(module: str, qualname: str, names: Iterable[str] | None = None) -> li
 
 def literal(module: str, name: str) -> list:
     """:func:`literal_values` through the record layer."""
-    from .record import current  # noqa: PLC0415
+    from ..replay.session import current  # noqa: PLC0415
 
     return current().run("literal", [module, name], lambda: literal_values(module, name))
 
 
 def signature(module: str, qualname: str) -> str:
     """``name(args...)`` of a function in the installed package (recorded for read mode)."""
-    from .record import current  # noqa: PLC0415
+    from ..replay.session import current  # noqa: PLC0415
 
     def sig():
         obj = _resolve(importlib.import_module(module), qualname)

@@ -2,7 +2,7 @@
 
 ::
 
-    python -m course_utils.download --profile qwen7b --source modelscope [--awq] [--dry-run]
+    python -m course_utils.gpu.download --profile qwen7b --source modelscope [--awq] [--dry-run]
 
 * ``--source modelscope`` (default; fast inside China): ``modelscope.snapshot_download``
   of ``Qwen/Qwen2.5-7B-Instruct``, ``Qwen/Qwen2.5-7B-Instruct-AWQ`` or
@@ -37,8 +37,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .adapters import read_safetensors_header
-from .profiles import models_dir as default_models_dir
+from ..adapters import read_safetensors_header
+from ..paths import models_dir as default_models_dir, read_paths_file
 
 HF_MIRROR = "https://hf-mirror.com"
 GB = 1000**3
@@ -333,16 +333,6 @@ def remaining_bytes(item: Item, models_dir: Path, roots: list[Path] | None = Non
 # --------------------------------------------------------------------------
 # paths.json
 # --------------------------------------------------------------------------
-def read_paths(models_dir: Path) -> dict:
-    f = Path(models_dir) / "paths.json"
-    if f.is_file():
-        try:
-            return json.loads(f.read_text())
-        except ValueError:
-            return {}
-    return {}
-
-
 def merge_paths(current: dict, profile: str, **updates) -> dict:
     """``current`` with ``profile``'s entry updated (pure; ``adapters`` merges, a None value removes a key)."""
     out = json.loads(json.dumps(current))  # deep copy
@@ -385,7 +375,7 @@ def record(models_dir: Path, item: Item, path: Path, serve_key: str) -> Path:
         if item.key == serve_key:
             updates["base"] = path
             updates["quantization"] = "awq" if item.key == "qwen7b-awq" else None
-    return write_paths(models_dir, merge_paths(read_paths(models_dir), profile, **updates))
+    return write_paths(models_dir, merge_paths(read_paths_file(models_dir), profile, **updates))
 
 
 # --------------------------------------------------------------------------
@@ -429,7 +419,7 @@ def remove_broken_files(chk: Check) -> list[str]:
 
 
 def rerun_command(args) -> str:
-    cmd = f"python -m course_utils.download --profile {args.profile} --source {args.source}"
+    cmd = f"python -m course_utils.gpu.download --profile {args.profile} --source {args.source}"
     if args.awq:
         cmd += " --awq"
     if args.with_bf16:

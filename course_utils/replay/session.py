@@ -13,7 +13,7 @@ opens a :class:`Session` for the lab and the profile:
 
 What is recorded goes through :meth:`Session.run`, keyed by the call's
 arguments (paths made portable) and by how many times that same call came
-before: the vLLM calls of the labs (see :mod:`course_utils.vllm_record`),
+before: the vLLM calls of the labs (see :mod:`course_utils.replay.vllm_calls`),
 timings, scheduler traces, memory measurements. HTTP exchanges with a
 server are recorded with vcrpy cassettes beside the JSON file
 (:meth:`Session.cassette`).
@@ -31,9 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .profiles import DATA, REPO, models_dir
-
-RECORDINGS = DATA / "recordings"
+from ..paths import RECORDINGS, REPO, models_dir
 FORMAT = 1
 
 

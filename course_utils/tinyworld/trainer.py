@@ -1,9 +1,9 @@
 """The tiny-model trainer: a Qwen2-architecture base and four LoRA adapters.
 
-``make tiny-world`` (``python -m course_utils.tinyworld``) rebuilds
+``make tiny-world`` (``python -m course_utils.tinyworld.trainer``) rebuilds
 ``data/tiny/`` from nothing but the code in this package:
 
-1. synthetic data from :mod:`course_utils.tasks` (fixed seed);
+1. synthetic data from :mod:`course_utils.tinyworld.tasks` (fixed seed);
 2. a byte-level BPE tokenizer with a ChatML chat template (like Qwen's);
 3. a ``Qwen2ForCausalLM`` trained from scratch on every task's prompts paired
    with *generic* answers, so the bare base answers plainly;
@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import tasks
+from ..paths import TINY
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHAT_TEMPLATE = (
@@ -36,7 +37,6 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
-REPO_TINY = Path(__file__).resolve().parent.parent / "data" / "tiny"
 BASE_NAME = "course-tiny-qwen2"
 ENTITY_FIELDS = {"value", "product", "name", "symptom", "job", "city", "topic"}
 
@@ -340,7 +340,7 @@ def build(out: Path, cfg: TrainConfig) -> dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Retrain the tiny world (base model + four LoRA adapters).")
-    ap.add_argument("--out", type=Path, default=REPO_TINY)
+    ap.add_argument("--out", type=Path, default=TINY)
     ap.add_argument("--smoke", action="store_true", help="a few steps only, to check the code path (CI)")
     ap.add_argument("--seed", type=int, default=TrainConfig.seed)
     ap.add_argument("--base-steps", type=int)

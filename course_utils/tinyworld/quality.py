@@ -1,9 +1,9 @@
 """Quality of the tiny world, measured through real vLLM and cross-checked with transformers+peft.
 
-``python -m course_utils.quality`` (``make eval``) runs held-out prompts of
+``python -m course_utils.tinyworld.quality`` (``make eval``) runs held-out prompts of
 every task through one heterogeneous vLLM batch (each prompt once with its
 task's adapter and once with ``None``, the bare base), checks each output's
-format with :mod:`course_utils.tasks`, and reruns the same rows greedily in
+format with :mod:`course_utils.tinyworld.tasks`, and reruns the same rows greedily in
 transformers+peft to show that both engines compute the same LoRA.
 """
 
@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 
 from . import tasks
-from .profiles import Profile, apply_env, get_profile
-from .tinyworld import chat_prompt
+from ..profiles import Profile, apply_env, get_profile
+from .trainer import chat_prompt
 
 MAX_TOKENS = 64
 

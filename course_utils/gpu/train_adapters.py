@@ -2,9 +2,9 @@
 
 ::
 
-    python -m course_utils.gpu_adapters --profile qwen7b [--tasks sql,support] [--steps N] [--dry-run]
+    python -m course_utils.gpu.train_adapters --profile qwen7b [--tasks sql,support] [--steps N] [--dry-run]
 
-The training code is the tiny world's (:func:`course_utils.tinyworld.train_adapter`,
+The training code is the tiny world's (:func:`course_utils.tinyworld.trainer.train_adapter`,
 same data, same ranks and target modules from ``tinyworld.ADAPTERS``), run in
 bf16 on CUDA with gradient checkpointing and the base's own chat template.
 The configuration is sized for an RTX 4090 (24 GB): batch 8, a few hundred
@@ -29,9 +29,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import download
-from .adapters import read_safetensors_header
-from .profiles import models_dir as default_models_dir
-from .tinyworld import ADAPTERS, TrainConfig
+from ..adapters import read_safetensors_header
+from ..paths import models_dir as default_models_dir, read_paths_file
+from ..tinyworld.trainer import ADAPTERS, TrainConfig
 
 PROFILE = "qwen7b"
 BASE_NAME = "Qwen/Qwen2.5-7B-Instruct"  # written into adapter_config.json instead of a local path
@@ -97,7 +97,7 @@ def training_base(models_dir: Path, override: Path | None = None) -> Path:
     """The bf16 Qwen2.5-7B-Instruct folder to train on (never the AWQ one)."""
     if override:
         return Path(override)
-    entry = download.read_paths(models_dir).get(PROFILE, {})
+    entry = read_paths_file(models_dir).get(PROFILE, {})
     if entry.get("base_bf16"):
         return Path(entry["base_bf16"])
     if entry.get("base") and entry.get("quantization") is None:
@@ -110,7 +110,7 @@ def check_base(base: Path, strict: bool = True) -> download.Check:
     if strict and not chk.complete:
         raise TrainError(
             f"the bf16 base {base} is not ready ({chk.summary()}). Download it first: "
-            f"python -m course_utils.download --profile qwen7b"
+            f"python -m course_utils.gpu.download --profile qwen7b"
             + ("" if "quantization" not in " ".join(chk.problems) else
                " (the adapters are trained on the bf16 base, not on the AWQ one)"))
     return chk
@@ -189,7 +189,7 @@ def write_manifest(root: Path, task: str, stats: dict, cfg: TrainConfig, seconds
 def train_all(models_dir: Path, tasks: list[str], cfg: TrainConfig, base: Path, *, device: str = "cuda",
               dtype: str = "bfloat16", force: bool = False, out=print) -> dict[str, Path]:
     """Train every adapter of ``tasks`` that is not complete yet; return task -> folder."""
-    from .tinyworld import train_adapter  # pulls torch/peft lazily
+    from ..tinyworld.trainer import train_adapter  # pulls torch/peft lazily
 
     root = adapters_root(models_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -201,7 +201,7 @@ def train_all(models_dir: Path, tasks: list[str], cfg: TrainConfig, base: Path, 
             out(f"[ok] adapter {task}: already trained in {final}")
             done[task] = final
             download.write_paths(models_dir, download.merge_paths(
-                download.read_paths(models_dir), PROFILE, adapters={task: str(final.resolve())}))
+                read_paths_file(models_dir), PROFILE, adapters={task: str(final.resolve())}))
             continue
         spec = ADAPTERS[task]
         out(f"[>>] adapter {task}: rank {spec.rank}, alpha {spec.alpha}, targets {','.join(spec.target_modules)}; "
@@ -218,7 +218,7 @@ def train_all(models_dir: Path, tasks: list[str], cfg: TrainConfig, base: Path, 
         seconds = time.time() - t0
         write_manifest(root, task, stats, cfg, seconds)
         download.write_paths(models_dir, download.merge_paths(
-            download.read_paths(models_dir), PROFILE, adapters={task: str(final.resolve())}))
+            read_paths_file(models_dir), PROFILE, adapters={task: str(final.resolve())}))
         out(f"[ok] adapter {task}: final loss {stats['final_loss']}, {seconds:.0f} s -> {final}")
         done[task] = final
         torch = sys.modules.get("torch")
@@ -243,7 +243,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.profile != PROFILE:
         print(f"profile {args.profile}: nothing to train (its adapter, jeeejeee/llama32-3b-text2sql-spider, is "
-              f"downloaded by `python -m course_utils.download --profile {args.profile}`).")
+              f"downloaded by `python -m course_utils.gpu.download --profile {args.profile}`).")
         return 0
     models_dir = (args.models_dir or default_models_dir()).resolve()
     try:
@@ -266,7 +266,7 @@ def main(argv=None) -> int:
             for task, path, _ in steps:
                 print(f"[ok] adapter {task}: already trained in {path}")
             download.write_paths(models_dir, download.merge_paths(
-                download.read_paths(models_dir), PROFILE, adapters={t: str(p.resolve()) for t, p, _ in steps}))
+                read_paths_file(models_dir), PROFILE, adapters={t: str(p.resolve()) for t, p, _ in steps}))
             return 0
         if args.device == "cuda":
             check_base(base)
@@ -278,7 +278,7 @@ def main(argv=None) -> int:
         train_all(models_dir, tasks, cfg, base, device=args.device, dtype=args.dtype, force=args.force)
     except TrainError as e:
         print(f"ERROR: {e}", file=sys.stderr)
-        print("       To continue (finished adapters are kept): python -m course_utils.gpu_adapters --profile qwen7b",
+        print("       To continue (finished adapters are kept): python -m course_utils.gpu.train_adapters --profile qwen7b",
               file=sys.stderr)
         return 1
     print(f"adapters recorded in {models_dir / 'paths.json'}")

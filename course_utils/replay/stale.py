@@ -13,7 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from .record import REPO, lab_code_hash, outputs_hash, recording_path
+from ..paths import REPO
+from .session import lab_code_hash, outputs_hash, recording_path
 
 SHIPPED_PROFILE = "tiny"
 

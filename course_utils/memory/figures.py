@@ -8,7 +8,7 @@ nbval.
 
 from __future__ import annotations
 
-from . import memory
+from . import model as memory
 
 COLORS = {"weights": "#4C72B0", "lora_buffers": "#DD8452", "other": "#937860", "activation": "#C44E52",
           "kv_cache": "#55A868", "free": "#DDDDDD"}

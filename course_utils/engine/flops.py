@@ -16,7 +16,7 @@ the slot rank the engine was started with.
 
 from __future__ import annotations
 
-from .memory import PROJECTIONS, arch, projection_shapes
+from ..memory.model import PROJECTIONS, arch, projection_shapes
 
 RANKS = (8, 16, 32, 64)
 

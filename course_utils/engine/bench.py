@@ -1,8 +1,8 @@
 """Throughput of multi-LoRA batches: base only, mixed adapters at max_loras=N, mixed at max_loras=1.
 
-    python -m course_utils.bench                        # tiny profile on CPU (make bench)
-    python -m course_utils.bench --prompts 32 --tokens 64 --reps 5
-    COURSE_PROFILE=qwen7b python -m course_utils.bench   # on the GPU instance
+    python -m course_utils.engine.bench                        # tiny profile on CPU (make bench)
+    python -m course_utils.engine.bench --prompts 32 --tokens 64 --reps 5
+    COURSE_PROFILE=qwen7b python -m course_utils.engine.bench   # on the GPU instance
 
 The same prompts (held-out examples of the four tasks, one chat template)
 run three ways, greedy with ``ignore_eos`` so every request makes exactly
@@ -14,7 +14,7 @@ run three ways, greedy with ``ignore_eos`` so every request makes exactly
 3. **mixed, max_loras=1**: the same rows on an engine that admits one
    adapter per step.
 
-Each run goes through :func:`course_utils.schedtrace.run` (the engine
+Each run goes through :func:`course_utils.engine.schedtrace.run` (the engine
 driven step by step), which also counts engine steps and times each step.
 The table gives output tokens per second, median and spread (min-max) over
 repetitions, the ratios per repetition, and the step times (the first step
@@ -37,8 +37,8 @@ import statistics
 import sys
 from dataclasses import dataclass
 
-from .lab import fmt_seconds
-from .tasks import TASKS, make_examples
+from ..lab import fmt_seconds
+from ..tinyworld.tasks import TASKS, make_examples
 
 
 class BenchError(ValueError):
@@ -49,7 +49,7 @@ class BenchError(ValueError):
 # Checking settings before an engine starts
 # ---------------------------------------------------------------------------
 def allowed_ranks() -> tuple[int, ...]:
-    from .memory import allowed_max_lora_ranks
+    from ..memory.model import allowed_max_lora_ranks
 
     return tuple(allowed_max_lora_ranks())
 
@@ -194,7 +194,7 @@ def run_benchmark(profile, n_prompts: int = 32, tokens: int = 64, reps: int = 5,
     from vllm.lora.request import LoRARequest
 
     from . import schedtrace
-    from .prompts import chat_prompt
+    from ..chat import chat_prompt
 
     names = pick_adapters(profile, n_adapters)
     if not names:
@@ -301,8 +301,8 @@ def main(argv=None) -> int:
                     help="one engine at a time (default on GPU)")
     args = ap.parse_args(argv)
 
-    from . import record
-    from .profiles import apply_env, get_profile
+    from ..replay import session as record
+    from ..profiles import apply_env, get_profile
 
     prof = get_profile(args.profile)
     try:
@@ -315,7 +315,7 @@ def main(argv=None) -> int:
     prof.check()
     apply_env(prof)
     record.set_current(record.Session("bench", prof.name, "live", recording=False))
-    print(f"course_utils.bench: profile {prof.name} ({prof.description}), {record.hardware_description()}, "
+    print(f"course_utils.engine.bench: profile {prof.name} ({prof.description}), {record.hardware_description()}, "
           f"vLLM {record.installed_vllm_version()}")
     res = run_benchmark(prof, args.prompts, args.tokens, args.reps, args.adapters, args.max_lora_rank,
                         args.interleave)

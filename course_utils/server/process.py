@@ -23,7 +23,7 @@ a generated API key, and waits for ``/health``.
 
 In read mode (replay) nothing starts and no port opens: ``start()`` returns
 what the recorded start returned (or raises what it raised), and HTTP goes
-through :meth:`course_utils.record.Session.cassette`.
+through :meth:`course_utils.replay.session.Session.cassette`.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from . import record
-from .profiles import REPO, Profile
+from ..replay import session as record
+from ..paths import REPO
+from ..profiles import Profile
 
 # Profile settings meant for the notebook's own LLM(...) engines, never for a server: the in-process
 # engine switch, and the permission to send functions to an engine process (llm.apply_model).

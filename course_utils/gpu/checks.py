@@ -3,8 +3,8 @@
 Everything here is standard library only, so ``setup.sh`` runs it with the
 instance's own ``python3`` before the course's virtual environment exists::
 
-    python3 -m course_utils.gpu_checks gpu --profile qwen7b --smi "$(nvidia-smi --query-gpu=... )"
-    python3 -m course_utils.gpu_checks disk --profile qwen7b --df-data "$(df -Pk /root/autodl-tmp)" ...
+    python3 -m course_utils.gpu.checks gpu --profile qwen7b --smi "$(nvidia-smi --query-gpu=... )"
+    python3 -m course_utils.gpu.checks disk --profile qwen7b --df-data "$(df -Pk /root/autodl-tmp)" ...
 
 The decisions are pure functions of ``nvidia-smi``'s and ``df``'s text so
 that the tests can feed them fake outputs.
@@ -327,7 +327,7 @@ def _disk_command(args) -> Verdict:
         remaining += download.remaining_bytes(item, Path(args.models_dir))
     adapters_done = False
     if args.train:
-        from . import gpu_adapters
+        from . import train_adapters as gpu_adapters
 
         adapters_done = all(gpu_adapters.adapter_complete(p)
                             for p in gpu_adapters.adapter_dirs(args.models_dir, args.profile).values())

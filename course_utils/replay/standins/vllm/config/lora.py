@@ -1,7 +1,7 @@
 """LoRAConfig in read mode: a dataclass whose defaults are those the recorded vLLM had."""
 import dataclasses
 
-from course_utils.record import current as _current
+from course_utils.replay.session import current as _current
 
 _defaults = _current().fact("LoRAConfig.defaults", lambda: None) or {}
 

@@ -1,0 +1,1 @@
+"""Record live results; replay them in read mode (one layer for every lab)."""
