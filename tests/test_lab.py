@@ -1,13 +1,21 @@
 import pytest
 
 from course_utils import lab
-from course_utils.tinyworld import trainer as tinyworld
+from course_utils.chat import CHATML_TEMPLATE, chat_prompt, user_text
+from course_utils.paths import TINY
 from course_utils.profiles import ProfileError, get_profile
-from course_utils.chat import chat_prompt
 
 
-def test_chat_prompt_renders_the_models_own_template():
-    assert chat_prompt(get_profile("tiny"), "hi") == tinyworld.chat_prompt("hi")
+def test_tiny_template_is_the_one_the_trainer_ships():
+    # the trainer writes CHATML_TEMPLATE into the tokenizer; the shipped file must be that text
+    assert (TINY / "base" / "chat_template.jinja").read_text() == CHATML_TEMPLATE
+    assert chat_prompt(get_profile("tiny"), "hi") == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_user_text_is_remembered_not_parsed():
+    prompt = chat_prompt(get_profile("qwen7b"), "Count the airports of Peru.")
+    assert user_text(prompt) == "Count the airports of Peru."
+    assert user_text("<|im_start|>user\nnever rendered here<|im_end|>\n") is None
 
 
 def test_qwen_template_is_shipped_for_read_mode():

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from ..profiles import apply_env, get_profile
-from .trainer import chat_prompt
+from ..chat import chat_prompt
 
 QUESTIONS = [
     ("sql", "Write a SQL query: List all airports in Malawi."),
@@ -28,7 +28,7 @@ def main():
     llm = LLM(model=profile.base_model, enable_lora=True, max_lora_rank=profile.max_lora_rank,
               max_loras=profile.max_loras, **profile.engine_kwargs())
     ids = {name: i + 1 for i, name in enumerate(profile.adapters)}
-    prompts = [chat_prompt(q) for _, q in QUESTIONS]
+    prompts = [chat_prompt(profile, q) for _, q in QUESTIONS]
     requests = [LoRARequest(a, ids[a], profile.adapter(a)) if a else None for a, _ in QUESTIONS]
     outputs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=64), lora_request=requests,
                            use_tqdm=False)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from . import tasks
 from ..profiles import Profile, apply_env, get_profile
-from .trainer import chat_prompt
+from ..chat import chat_prompt
 
 MAX_TOKENS = 64
 
@@ -57,7 +57,7 @@ def run_vllm(profile: Profile, rows: list[Row]) -> float:
                 for r in rows]
     sp = SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS)
     t0 = time.perf_counter()
-    outs = llm.generate([chat_prompt(r.prompt) for r in rows], sp, lora_request=requests, use_tqdm=False)
+    outs = llm.generate([chat_prompt(profile, r.prompt) for r in rows], sp, lora_request=requests, use_tqdm=False)
     dt = time.perf_counter() - t0
     for r, o in zip(rows, outs):
         r.vllm = o.outputs[0].text.strip()
@@ -85,7 +85,7 @@ def run_hf(profile: Profile, rows: list[Row], batch_size: int = 64) -> float:
     for adapter, group in groups.items():
         for i in range(0, len(group), batch_size):
             chunk = group[i:i + batch_size]
-            enc = tok([chat_prompt(r.prompt) for r in chunk], return_tensors="pt", padding=True,
+            enc = tok([chat_prompt(profile, r.prompt) for r in chunk], return_tensors="pt", padding=True,
                       add_special_tokens=False)
             with torch.no_grad():
                 if adapter is None:

@@ -28,15 +28,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import tasks
+from ..chat import CHATML_TEMPLATE, render
 from ..paths import TINY
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-CHAT_TEMPLATE = (
-    "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
-)
 BASE_NAME = "course-tiny-qwen2"
 ENTITY_FIELDS = {"value", "product", "name", "symptom", "job", "city", "topic"}
 
@@ -86,11 +81,6 @@ SMOKE = dict(base_examples_per_task=60, base_steps=3, adapter_examples=40, adapt
 # ---------------------------------------------------------------------------
 # Data and tokenizer
 # ---------------------------------------------------------------------------
-def chat_prompt(user: str) -> str:
-    """The ChatML prompt for one user message (what the chat template renders)."""
-    return f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
-
-
 def base_corpus(cfg: TrainConfig) -> list[tuple[str, str]]:
     """(prompt, reply) pairs for the base.
 
@@ -141,7 +131,7 @@ def train_tokenizer(cfg: TrainConfig):
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         bos_token=None, unk_token=None, clean_up_tokenization_spaces=False)
-    fast.chat_template = CHAT_TEMPLATE
+    fast.chat_template = CHATML_TEMPLATE
     fast.model_max_length = cfg.max_positions
     return fast
 
@@ -160,7 +150,7 @@ def encode_pairs(tokenizer, pairs, chat_template: bool = False):
     for prompt, reply in pairs:
         text = (tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
                                               add_generation_prompt=True)
-                if chat_template else chat_prompt(prompt))
+                if chat_template else render(CHATML_TEMPLATE, prompt))
         p = tokenizer(text, add_special_tokens=False)["input_ids"]
         r = tokenizer(reply, add_special_tokens=False)["input_ids"] + [end]
         out.append((p + r, [-100] * len(p) + r))
