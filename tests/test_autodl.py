@@ -295,6 +295,17 @@ def test_adapter_verification(tmp_path):
     assert download.verify_adapter(tmp_path / "c", item).missing == ["adapter_config.json", "adapter_model.safetensors"]
 
 
+def test_unreadable_config_is_broken_for_models_and_adapters(tmp_path):
+    m = make_model(tmp_path / "m")
+    (m / "config.json").write_text("{not json")
+    chk = download.verify_model(m, download.ITEMS["qwen7b"])
+    assert not chk.complete and chk.broken[0].startswith("config.json: not valid JSON")
+    a = make_adapter(tmp_path / "a")
+    (a / "adapter_config.json").write_text("{not json")
+    chk = download.verify_adapter(a, download.ITEMS["llama3b-sql"])
+    assert chk.broken[0].startswith("adapter_config.json: not valid JSON") and not chk.missing
+
+
 def test_plan_items():
     assert [i.key for i in download.plan_items("qwen7b")] == ["qwen7b"]
     assert [i.key for i in download.plan_items("qwen7b", awq=True)] == ["qwen7b-awq"]

@@ -18,9 +18,35 @@ def sanitizer_patterns():
     return [ln.split(": ", 1)[1] for ln in lines if ln.startswith("regex:")]
 
 
-def test_check_engine_accepts_valid_settings():
-    for ml, rank in [(1, 8), (2, 16), (4, 64), (32, 256)]:
-        bench.check_engine(ml, rank)
+def test_check_engine_accepts_exactly_the_ranks_vllm_accepts():
+    accepted, hints = [], {}
+    for rank in range(0, 600):
+        try:
+            bench.check_engine(4, rank, max_cpu_loras=4)
+            accepted.append(rank)
+        except BenchError as e:
+            hints[rank] = str(e)
+    # vLLM's LoRAConfig.max_lora_rank: Literal[1, 8, 16, 32, 64, 128, 256, 320, 512] (vllm/config/lora.py)
+    assert accepted == [1, 8, 16, 32, 64, 128, 256, 320, 512]
+    assert hints[2].endswith("the smallest allowed value that holds rank 2 is 8.")
+    assert hints[257].endswith("the smallest allowed value that holds rank 257 is 320.")
+    assert hints[0].endswith("the smallest allowed value that holds rank 0 is 1.")
+    assert hints[513].endswith("320, 512).")  # above 512 nothing fits: no hint
+
+
+def test_check_engine_max_loras_range():
+    ok = [ml for ml in range(-2, 40) if not _refused(bench.check_engine, ml, 16)]
+    assert ok == list(range(1, 40))
+    assert _refused(bench.check_engine, True, 16)  # a bool is not a slot count
+    assert [c for c in (None, 3, 4, 5) if not _refused(bench.check_engine, 4, 16, c)] == [None, 4, 5]
+
+
+def _refused(fn, *args) -> bool:
+    try:
+        fn(*args)
+    except BenchError:
+        return True
+    return False
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from course_utils import memory as mm
+from course_utils.arch import ConfigError
 from course_utils.paths import CONFIGS
 from course_utils.memory import GiB, MemoryModelError
 
@@ -28,6 +28,7 @@ LLAMA = "llama-3.2-3b-instruct"
 
 # The 2-layer tiny Qwen2 of the course notes (vllm-on-cpu.md), whose LoRA buffers were walked
 # in a live engine: 524,288 bytes at max_loras=1 and 2,097,152 at max_loras=4 (rank 16, fp32).
+# (The course's own tiny base, data/tiny/base, is the same shape with 4 layers and a 768 vocabulary.)
 TINY2 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 256,
          "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
          "intermediate_size": 512, "vocab_size": 1024, "tie_word_embeddings": True,
@@ -97,26 +98,27 @@ def test_module_imports_without_torch_or_vllm():
 # ---------------------------------------------------------------- base weights
 
 def test_qwen7b_parameters_and_bf16_weights():
+    # Hugging Face's safetensors index of Qwen/Qwen2.5-7B-Instruct: 7,615,616,512 parameters, 15.23 GB in bf16
     assert mm.parameter_count(QWEN) == 7_615_616_512
     w = mm.weight_bytes(QWEN, "bfloat16")
-    assert w.parameter_bytes == 2 * 7_615_616_512
-    assert w.rope_cache == 32768 * 128 * 2  # vLLM's cos/sin cache, one shared buffer
+    assert w.parameter_bytes == 15_231_233_024
+    assert w.rope_cache == 8_388_608  # vLLM's cos/sin cache: 32,768 positions x 128 x bf16, one shared buffer
+    assert w.total == 15_239_621_632
     assert round(w.parameter_bytes / GiB, 1) == 14.2
-    assert w.embed == w.lm_head == 152064 * 3584 * 2  # not tied
-    assert w.biases == (3584 + 512 + 512) * 28 * 2  # Qwen2 q/k/v biases
-    assert mm.weight_bytes(QWEN, "float32").parameter_bytes == 4 * 7_615_616_512
+    assert w.embed == w.lm_head == 1_089_994_752  # 152,064 x 3,584 in bf16, not tied
+    assert w.biases == 258_048  # Qwen2's q/k/v biases: 28 layers x (3,584 + 512 + 512) x 2 bytes
+    assert mm.weight_bytes(QWEN, "float32").parameter_bytes == 30_462_466_048
 
 
 def test_awq_bytes():
+    # gate_proj of Qwen2.5-7B-Instruct-AWQ: qweight int32 [3584, 2368], scales fp16 [28, 18944], qzeros int32 [28, 2368]
     t = mm.awq_linear_bytes(3584, 18944)
-    assert t == {"qweight": 3584 * 18944 // 8 * 4, "scales": 3584 // 128 * 18944 * 2,
-                 "qzeros": 3584 // 128 * 18944 // 8 * 4}
+    assert t == {"qweight": 33_947_648, "scales": 1_060_864, "qzeros": 265_216}
     w = mm.weight_bytes(QWEN_AWQ)  # follows the config's quantization_config
     assert w.quant == "awq" and w.dtype == "float16"
-    linear = sum(i * o for i, o in mm.projection_shapes(QWEN).values()) * 28
-    assert w.quantized_detail["qweight"] == linear // 2
-    assert w.embed == w.lm_head == 152064 * 3584 * 2  # unquantized fp16
-    assert w.attention + w.mlp == sum(w.quantized_detail.values())
+    assert w.quantized_detail == {"qweight": 3_262_644_224, "scales": 101_957_632, "qzeros": 25_489_408}
+    assert w.embed == w.lm_head == 1_089_994_752  # unquantized fp16
+    assert w.attention + w.mlp == 3_390_091_264
     # vllm-project/vllm#13882: "Loading model weights took 5.2032 GB" for this checkpoint
     assert abs(w.total / GiB - 5.2032) / 5.2032 < 0.01
     assert mm.weight_bytes(QWEN, quant="awq").total == w.total  # 'what if AWQ' on the bf16 config
@@ -130,10 +132,12 @@ def test_llama_3b_parameters_tied():
 
 
 def test_missing_fields_error():
-    with pytest.raises(MemoryModelError, match="intermediate_size"):
+    with pytest.raises(ConfigError, match="intermediate_size"):
         mm.arch({"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 10})
-    with pytest.raises(MemoryModelError, match="no config.json"):
+    with pytest.raises(ConfigError, match="no config.json"):
         mm.load_config("/nonexistent/model")
+    with pytest.raises(MemoryModelError, match="no 'r'"):
+        mm.adapter_params({"target_modules": ["q_proj"]}, QWEN)
 
 
 # ---------------------------------------------------------------- LoRA buffers
@@ -149,14 +153,20 @@ def test_lora_buffer_shapes_follow_vllm_layers():
     assert all(b.count == 28 for b in bufs.values())
 
 
-def test_lora_buffer_bytes_formula():
-    per_layer = sum(i + o for i, o in mm.projection_shapes(QWEN).values())
-    assert per_layer == 90112
-    for L, R in [(1, 8), (4, 16), (4, 64), (4, 256)]:
-        assert mm.lora_buffer_bytes(QWEN, L, R, "bfloat16") == L * R * per_layer * 28 * 2
+def test_lora_buffer_bytes():
+    # Qwen2.5-7B, 4 slots, bf16, max_lora_rank 16: 322,961,408 bytes (qkv_proj, o_proj, gate_up_proj and
+    # down_proj of 28 layers; A = (4, 1, 16, d_in), B = (4, 1, d_out, 16))
+    assert mm.lora_buffer_bytes(QWEN, 4, 16, "bfloat16") == 322_961_408
+    assert mm.lora_buffer_bytes(QWEN, 4, 64, "bfloat16") == 1_291_845_632  # 4 x the rank: 4 x the bytes
+    assert mm.lora_buffer_bytes(QWEN, 4, 256, "bfloat16") == 5_167_382_528
+    assert mm.lora_buffer_bytes(QWEN, 1, 8, "bfloat16") == 40_370_176
     # the notes' live walk of the 2-layer tiny model (fp32, rank 16)
     assert mm.lora_buffer_bytes(TINY2, 1, 16, "float32") == 524_288
     assert mm.lora_buffer_bytes(TINY2, 4, 16, "float32") == 2_097_152
+    # the course's tiny base has 4 layers: twice that (the live test below checks it against vLLM)
+    assert mm.arch(REPO / "data" / "tiny" / "base").layers == 4
+    assert mm.lora_buffer_bytes(REPO / "data" / "tiny" / "base", 1, 16, "float32") == 1_048_576
+    assert mm.lora_buffer_bytes(REPO / "data" / "tiny" / "base", 4, 16, "float32") == 4_194_304
 
 
 def test_llama_wraps_embeddings_and_lm_head():
@@ -165,23 +175,22 @@ def test_llama_wraps_embeddings_and_lm_head():
     assert mm.lora_buffer_bytes(cfg, 2, 16, "float32") == 1_376_256
     names = [b.cls for b in mm.lora_buffers(LLAMA, 2, 16)]
     assert "VocabParallelEmbeddingWithLoRA" in names and "LogitsProcessorWithLoRA" in names
-    assert mm.lora_buffer_bytes(cfg, 2, 16, "float32", lora_embeddings=False) == 2 * 16 * 4 * 4096 * 2
+    assert mm.lora_buffer_bytes(cfg, 2, 16, "float32", lora_embeddings=False) == 1_048_576  # = TINY2's
     mistral = dict(cfg, architectures=["MistralForCausalLM"])
-    assert mm.lora_buffer_bytes(mistral, 2, 16, "float32") == 2 * 16 * 4 * 4096 * 2
+    assert mm.lora_buffer_bytes(mistral, 2, 16, "float32") == 1_048_576
 
 
 def test_target_modules_restriction():
-    full = mm.lora_buffer_bytes(QWEN, 1, 16)
-    qv = mm.lora_buffer_bytes(QWEN, 1, 16, target_modules=["q_proj", "v_proj"])
-    # q or v alone still wraps the whole fused qkv_proj (all three slices)
-    assert qv == 1 * 16 * 28 * 2 * (3 * 3584 + 3584 + 512 + 512)
-    assert qv < full
+    assert mm.lora_buffer_bytes(QWEN, 1, 16) == 80_740_352
+    # q or v alone still wraps the whole fused qkv_proj (all three slices): 16 x 28 x 2 x (3 x 3584 + 4608)
+    assert mm.lora_buffer_bytes(QWEN, 1, 16, target_modules=["q_proj", "v_proj"]) == 13_762_560
+    assert [b.cls for b in mm.lora_buffers(QWEN, 1, 16, target_modules=["down_proj"])] == ["RowParallelLinearWithLoRA"]
 
 
 def test_punica_metadata():
     assert mm.punica_metadata_bytes(4096, 256, 2, platform="cpu") == 137_216  # measured, tiny engine
     small, big = (mm.punica_metadata_bytes(8192, 256, L) for L in (1, 30))
-    assert big - small == 29 * 4 * 2 * 3  # only the (max_loras+1/+2) int32 vectors grow
+    assert big - small == 696  # only the three (max_loras+1/+1/+2) int32 vectors of two metas grow
     assert big < 1 * 2 ** 20
 
 
@@ -197,15 +206,20 @@ def test_max_lora_rank_and_cpu_loras_errors():
 # ---------------------------------------------------------------- adapters
 
 def test_adapter_params_peft_rules():
-    sh = mm.projection_shapes(QWEN)
+    # peft's print_trainable_parameters for Qwen2.5-7B-Instruct, r=16 on all seven projections:
+    # "trainable params: 40,370,176 || all params: 7,655,986,688"
+    every = {"r": 16, "target_modules": list(mm.PROJECTIONS)}
+    assert mm.adapter_params(every, QWEN) == 40_370_176
+    assert mm.adapter_params(every, QWEN) + mm.parameter_count(QWEN) == 7_655_986_688
+    assert mm.adapter_bytes(every, QWEN, "bfloat16") == 80_740_352  # 80.7 MB in bf16
+    assert mm.adapter_params({"r": 16, "target_modules": "all-linear"}, QWEN) == 40_370_176
+    # r=16 on q_proj (3584 -> 3584) and v_proj (3584 -> 512): 16 x 28 x (7168 + 4096)
     base = {"r": 16, "target_modules": ["q_proj", "v_proj"]}
-    assert mm.adapter_params(base, QWEN) == 16 * 28 * (sum(sh["q_proj"]) + sum(sh["v_proj"]))
-    assert mm.adapter_params({"r": 8, "target_modules": "all-linear"}, QWEN) == 8 * 28 * 90112
-    assert mm.adapter_params(dict(base, layers_to_transform=[0, 1]), QWEN) == 16 * 2 * (7168 + 4096)
-    assert mm.adapter_params(dict(base, rank_pattern={"v_proj": 4}), QWEN) == 28 * (16 * 7168 + 4 * 4096)
-    assert mm.adapter_params({"r": 4, "target_modules": r".*\.(q|k)_proj"}, QWEN) == 4 * 28 * (7168 + 4096)
-    # rank 16 on all seven projections in bf16: 80.7 MB
-    assert mm.adapter_bytes({"r": 16, "target_modules": list(mm.PROJECTIONS)}, QWEN, "bfloat16") == 80_740_352
+    assert mm.adapter_params(base, QWEN) == 5_046_272
+    assert mm.adapter_params(dict(base, layers_to_transform=[0, 1]), QWEN) == 360_448
+    assert mm.adapter_params(dict(base, rank_pattern={"v_proj": 4}), QWEN) == 3_670_016
+    assert mm.adapter_params(dict(base, exclude_modules=["v_proj"]), QWEN) == 3_211_264
+    assert mm.adapter_params({"r": 4, "target_modules": r".*\.(q|k)_proj"}, QWEN) == 1_261_568
 
 
 @pytest.mark.skipif(not tiny_adapters(), reason="no tiny adapters built yet (data/tiny or /tmp/tw-smoke)")
@@ -223,22 +237,23 @@ def test_adapter_sizes_match_safetensors():
 def test_host_cache_holds_the_largest_adapters():
     ads = [(f"r{r}", {"r": r, "target_modules": ["q_proj"]}) for r in (8, 16, 64)]
     p = mm.plan(QWEN, adapters=ads, max_loras=1, max_lora_rank=64, max_cpu_loras=2)
-    q_bytes = lambda r: r * 28 * 7168 * 2
-    assert p.host_adapter_cache == q_bytes(64) + q_bytes(16)
+    # q_proj only, bf16: 28 x r x 7168 x 2 bytes = 25,690,112 (r=64) + 6,422,528 (r=16)
+    assert p.host_adapter_cache == 32_112_640
     assert [a[0] for a in p.adapters] == ["r8", "r16", "r64"]
 
 
 # ---------------------------------------------------------------- KV cache and the card
 
 def test_kv_geometry():
-    assert mm.kv_bytes_per_token(QWEN) == 56 * 1024
-    assert mm.kv_page_bytes(QWEN, 16) == 2 * 16 * 4 * 128 * 2
+    # Qwen2.5-7B in bf16: 28 layers x K and V x 4 kv heads x 128 x 2 bytes = 56 KiB per token
+    assert mm.kv_bytes_per_token(QWEN) == 57_344
+    assert mm.kv_page_bytes(QWEN, 16) == 32_768  # one 16-token block of one layer
     kv = mm.kv_cache(QWEN, 4 * GiB, block_size=16, context_len=4096)
-    assert kv.num_blocks == 4 * GiB // (32 * 1024 * 28)
-    assert kv.max_tokens == kv.num_blocks * 16
-    assert kv.concurrent_seqs == kv.num_blocks // 256
+    assert (kv.num_blocks, kv.max_tokens, kv.blocks_per_seq, kv.concurrent_seqs) == (4681, 74_896, 256, 18)
     odd = mm.kv_cache(QWEN, 4 * GiB, block_size=16, context_len=4097)  # 257 blocks per sequence
-    assert odd.concurrent_seqs == kv.num_blocks // 257 and odd.concurrent_seqs_by_tokens == kv.max_tokens // 4097
+    assert (odd.blocks_per_seq, odd.concurrent_seqs) == (257, 18)
+    assert mm.kv_cache(QWEN, 4 * GiB, block_size=16, context_len=16 * 4681).concurrent_seqs == 1
+    assert mm.kv_cache(QWEN, 4 * GiB, block_size=16, context_len=16 * 4682).concurrent_seqs == 0
     # tiny model on CPU: 1 GiB, block 128, fp32, 4 layers x 2 kv heads x 64 -> 2,048 blocks
     tiny4 = dict(TINY2, num_hidden_layers=4)
     assert mm.kv_cache(tiny4, GiB, block_size=128, kv_dtype="float32").num_blocks == 2048
@@ -246,11 +261,11 @@ def test_kv_geometry():
 
 def test_plan_parts_add_up():
     p = mm.plan(QWEN, gpu_bytes=mm.RTX_4090_BYTES, max_loras=4, max_lora_rank=16)
-    assert p.requested == -(-mm.RTX_4090_BYTES * 9 // 10)
-    assert p.kv_cache == p.requested - p.used_before_kv
-    assert p.weights == mm.weight_bytes(QWEN).total and p.lora_buffers == mm.lora_buffer_bytes(QWEN, 4, 16)
-    assert p.kv.num_blocks == p.kv_cache // (32 * 1024 * 28)
-    assert "KV cache" in p.table() and p.as_dict()["kv_num_blocks"] == p.kv.num_blocks
+    assert p.requested == 23_181_498_778  # 24,564 MiB x 0.9, rounded up
+    assert (p.weights, p.lora_buffers, p.punica) == (15_239_621_632, 322_961_408, 399_488)
+    assert (p.activation, p.non_torch, p.cudagraph) == (2 * GiB, GiB // 2, GiB // 2)
+    assert p.kv_cache == 4_397_290_778 and p.kv.num_blocks == 4792  # 4,792 x 917,504-byte blocks
+    assert "KV cache" in p.table() and "4,792" in p.table()
     assert p.gib("weights") == pytest.approx(14.19, abs=0.01)
     # activation peak is an input: lowering it gives the KV cache exactly that much
     q = mm.plan(QWEN, gpu_bytes=mm.RTX_4090_BYTES, max_loras=4, max_lora_rank=16, activation_gb=1.0)
@@ -264,6 +279,30 @@ def test_no_room_error_names_the_shortfall_and_the_biggest_knob():
     assert "no room for the KV cache" in msg and "short by 0.64 GiB" in msg and "exceed it by 0.42 GiB" in msg
     assert msg.index("AWQ") < msg.index("max_loras x max_lora_rank")  # quantizing frees the most
     assert "gpu_memory_utilization" in msg and "max_num_batched_tokens" in msg
+
+
+# ---------------------------------------------------------------- what the labs and modules call
+
+def _lab_code() -> str:
+    cells = []
+    for nb in sorted((REPO / "labs").glob("*.ipynb")):
+        cells += ["".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+    return "\n".join(cells)
+
+
+def test_every_memory_name_the_labs_and_modules_use_exists():
+    import re
+
+    from course_utils.memory import figures
+
+    modules = [p.read_text() for p in (REPO / "course_utils").rglob("*.py")]
+    code = _lab_code() + "".join(m for m in modules if re.search(r"import memory\b", m))
+    used = set(re.findall(r"\bmemory\.([A-Za-z_]\w*)", code)) - {"model", "measure", "figures"}
+    assert {"plan", "measure_kv", "measure_lora_buffer_bytes", "verify_adapter_size"} <= used
+    assert [n for n in sorted(used) if not hasattr(mm, n)] == []
+    drawn = set(re.findall(r"\bfigures\.([A-Za-z_]\w*)", _lab_code()))
+    assert drawn >= {"layout_for", "draw", "summary_rows", "explorer"}
+    assert [n for n in sorted(drawn) if not hasattr(figures, n)] == []
 
 
 # ---------------------------------------------------------------- the course's 4090 figures
@@ -283,7 +322,7 @@ def test_rtx4090_figures():
     t = f["three_full_vs_adapters"]
     assert round(t["full_copies"] / 1e9, 1) == 45.7 and round(t["base_plus_adapters"] / 1e9, 2) == 15.47
     h = f["thirty_adapters"]
-    assert h["host_cache_bytes"] == 30 * h["adapter_bytes"]
+    assert h["host_cache_bytes"] == 2_422_210_560  # 30 x 80,740,352
     assert h["slots"].kv.concurrent_seqs == 18 and h["all_slots"].kv.concurrent_seqs == 9
     m = f["lora_vs_full_4096"]
     assert (m["full"], m["lora"], m["ratio"]) == (16_777_216, 131_072, 128.0)
@@ -310,17 +349,6 @@ def test_qwen7b_profile_fits_a_4090():
 
 # ---------------------------------------------------------------- live: vLLM on the tiny model
 
-# What every engine child below runs with; each adds its engine-process setting.
-CHILD_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "ERROR", "TQDM_DISABLE": "1",
-             "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "VLLM_NO_USAGE_STATS": "1",
-             "PYTHONPATH": str(REPO)}
-
-
-def run_child(code: str, *args, **env):
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], check=False, cwd=REPO,
-                          capture_output=True, text=True, timeout=300, env={**os.environ, **CHILD_ENV, **env})
-
-
 CHILD = textwrap.dedent("""
     import json, os, sys
     from vllm import LLM
@@ -333,21 +361,20 @@ CHILD = textwrap.dedent("""
         "max_num_batched_tokens": sched.max_num_batched_tokens, "max_num_seqs": sched.max_num_seqs}))
 """)
 LIVE_PAIRS = [(1, 8), (2, 16), (4, 64)]
+# max_loras x max_lora_rank x 4 layers x 4,096 (sum of d_in + d_out per layer) x 4 bytes (fp32)
+LIVE_LORA_BYTES = {(1, 8): 524_288, (2, 16): 2_097_152, (4, 64): 16_777_216}
 
 
 @pytest.mark.live
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
 @pytest.mark.skipif(tiny_base() is None, reason="no tiny base model (make tiny-world)")
-def test_live_lora_buffers_and_kv_blocks_match_vllm():
+def test_live_lora_buffers_and_kv_blocks_match_vllm(live_child):
     base = tiny_base()
     cfg = mm.load_config(base)
     for L, R in LIVE_PAIRS:
-        r = run_child(CHILD, base, L, R, VLLM_ENABLE_V1_MULTIPROCESSING="0")
-        lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
-        assert lines, f"engine ({L}, {R}) failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
-        got = json.loads(lines[-1][len("RESULT "):])
+        got = live_child(CHILD, base, L, R)
         # LoRA buffers: exact
-        assert got["lora"] == mm.lora_buffer_bytes(cfg, L, R, "float32"), (L, R, got)
+        assert got["lora"] == mm.lora_buffer_bytes(cfg, L, R, "float32") == LIVE_LORA_BYTES[(L, R)], (L, R, got)
         assert got["modules"] == sum(b.count for b in mm.lora_buffers(cfg, L, R))  # 4 wrapped per layer
         # KV blocks for the same KV memory (VLLM_CPU_KVCACHE_SPACE=1 -> 1 GiB), CPU block size
         kv = got["kv"]
@@ -383,14 +410,12 @@ CHILD_MULTIPROCESS = textwrap.dedent("""
 @pytest.mark.live
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
 @pytest.mark.skipif(tiny_base() is None, reason="no tiny base model (make tiny-world)")
-def test_live_measure_reaches_a_multiprocess_engine():
+def test_live_measure_reaches_a_multiprocess_engine(live_child):
     """GPU profiles keep vLLM's engine process; the measurements go there through llm.apply_model."""
     base = tiny_base()
     # vLLM's default: the engine core in its own process (what the GPU profiles keep).
-    r = run_child(CHILD_MULTIPROCESS, base, VLLM_ENABLE_V1_MULTIPROCESSING="1", VLLM_ALLOW_INSECURE_SERIALIZATION="1")
-    lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
-    assert lines, f"multiprocess engine failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
-    got = json.loads(lines[-1][len("RESULT "):])
+    got = live_child(CHILD_MULTIPROCESS, base, VLLM_ENABLE_V1_MULTIPROCESSING="1",
+                     VLLM_ALLOW_INSECURE_SERIALIZATION="1")
     assert got["lora"] == mm.lora_buffer_bytes(mm.load_config(base), 2, 16, "float32")
     assert got["punica"] > 0
     assert "VLLM_ENABLE_V1_MULTIPROCESSING=0" in got["refused"] and "apply_model" in got["refused"]

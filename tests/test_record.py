@@ -1,39 +1,72 @@
+"""The record/replay layer: keys, counting per cell, errors, portable paths, formats."""
+
 import json
 
 import pytest
 
-from course_utils.replay import session as record
+from course_utils.replay import keys, session as record
+from course_utils.replay.keys import Key
 from course_utils.replay.session import RecordingError, ReplayMiss, Session
 
 
-@pytest.fixture
-def recordings(tmp_path, monkeypatch):
-    monkeypatch.setattr(record, "RECORDINGS", tmp_path)
-    monkeypatch.setattr(record, "REPO", tmp_path.parent)
-    return tmp_path
+def add(a, b):
+    return Key("add", {"a": a, "b": b})
 
 
 def test_record_then_replay(recordings):
     live = Session("lab", "tiny", "live", recording=True)
-    assert live.run("add", [1, 2], lambda: 3) == 3
-    assert live.run("add", [1, 2], lambda: 4) == 4  # the same call a second time: its own entry
+    assert live.run(add(1, 2), lambda: 3) == 3
+    assert live.run(add(1, 2), lambda: 4) == 4  # the same call a second time: its own entry
     with pytest.raises(KeyError):
-        live.run("boom", [], lambda: {}["x"])
+        live.run(Key("boom", {}), lambda: {}["x"])
     replay = Session("lab", "tiny", "replay")
     assert replay.provenance["profile"] == "tiny" and replay.provenance["lab"] == "lab"
-    assert replay.run("add", [1, 2], None) == 3
-    assert replay.run("add", [1, 2], None) == 4
-    assert replay.run("add", [1, 2], None) == 4  # a rerun of the cell gets the last answer again
+    assert replay.run(add(1, 2), None) == 3
+    assert replay.run(add(1, 2), None) == 4
+    with pytest.raises(ReplayMiss, match="recorded 2 time.*call number 3"):
+        replay.run(add(1, 2), None)  # never "the last answer again"
     with pytest.raises(Exception) as e:
-        replay.run("boom", [], None)
+        replay.run(Key("boom", {}), None)
     assert type(e.value).__name__ == "KeyError" and isinstance(e.value, record.ReplayedError)
 
 
-def test_unrecorded_input_says_how_to_run_live(recordings):
-    Session("lab", "tiny", "live", recording=True).run("generate", ["hello"], lambda: "hi")
+def test_rerunning_a_cell_starts_its_count_again(recordings):
+    live = Session("lab", "tiny", "live", recording=True)
+    live.enter_cell("x = llm.generate(...)")
+    live.run(add(1, 2), lambda: "first cell")
+    live.enter_cell("y = llm.generate(...)  # another cell, same call")
+    live.run(add(1, 2), lambda: "second cell")
     replay = Session("lab", "tiny", "replay")
-    with pytest.raises(ReplayMiss, match="was not recorded.*COURSE_MODE=live"):
-        replay.run("generate", ["hello, edited"], None)
+    for _ in range(2):  # run the second cell twice, then the first
+        replay.enter_cell("y = llm.generate(...)  # another cell, same call")
+        assert replay.run(add(1, 2), None) == "second cell"
+    replay.enter_cell("x = llm.generate(...)")
+    assert replay.run(add(1, 2), None) == "first cell"
+    with pytest.raises(ReplayMiss, match="recorded 1 time"):
+        replay.run(add(1, 2), None)
+
+
+def test_an_edited_cell_gets_an_answer_only_if_it_is_unambiguous(recordings):
+    live = Session("lab", "tiny", "live", recording=True)
+    live.enter_cell("a")
+    live.run(add(1, 2), lambda: 3)
+    live.run(add(5, 5), lambda: "ten, first")
+    live.enter_cell("b")
+    live.run(add(1, 2), lambda: 3)
+    live.run(add(5, 5), lambda: "ten, second")
+    replay = Session("lab", "tiny", "replay")
+    replay.enter_cell("a, edited by the reader")
+    assert replay.run(add(1, 2), None) == 3  # every recording of it gave 3: a fact
+    with pytest.raises(ReplayMiss, match="2 different answers"):
+        replay.run(add(5, 5), None)
+
+
+def test_unrecorded_input_says_how_to_run_live(recordings):
+    Session("lab", "tiny", "live", recording=True).run(Key("generate", ["hello"], "first prompt 'hello'"),
+                                                       lambda: "hi")
+    replay = Session("lab", "tiny", "replay")
+    with pytest.raises(ReplayMiss, match="first prompt 'hello, edited'.*was not recorded.*COURSE_MODE=live"):
+        replay.run(Key("generate", ["hello, edited"], "first prompt 'hello, edited'"), None)
 
 
 def test_missing_recording_names_the_command(recordings):
@@ -44,21 +77,57 @@ def test_missing_recording_names_the_command(recordings):
         Session("lab", "tiny", "replay")
 
 
-def test_corrupt_recording(recordings):
+def test_corrupt_or_foreign_recording(recordings):
     (recordings / "tiny").mkdir()
-    (recordings / "tiny" / "lab.json").write_text("{not json")
+    path = recordings / "tiny" / "lab.json"
+    path.write_text("{not json")
     with pytest.raises(RecordingError, match="corrupt.*git checkout"):
+        Session("lab", "tiny", "replay")
+    path.write_text(json.dumps({"format": 1, "calls": []}))
+    with pytest.raises(RecordingError, match="another format \\(1; this code reads format 2\\)"):
+        Session("lab", "tiny", "replay")
+    path.write_text(json.dumps({"format": record.FORMAT, "calls": []}))
+    with pytest.raises(RecordingError, match="lacks 'provenance'"):
         Session("lab", "tiny", "replay")
 
 
 def test_paths_are_portable(recordings):
     s = Session("lab", "tiny", "live", recording=True)
-    s.run("load", [str(record.REPO / "data" / "x")], lambda: str(record.REPO / "y"))
+    s.run(Key("load", {"path": str(record.REPO / "data" / "x")}), lambda: str(record.REPO / "y"))
     data = json.loads((recordings / "tiny" / "lab.json").read_text())
-    assert data["calls"][0]["args"] == ["$REPO/data/x"] and data["calls"][0]["result"] == "$REPO/y"
-    assert Session("lab", "tiny", "replay").run("load", [str(record.REPO / "data" / "x")], None) == str(record.REPO / "y")
+    assert data["calls"][0]["args"] == {"path": "$REPO/data/x"} and data["calls"][0]["result"] == "$REPO/y"
+    replay = Session("lab", "tiny", "replay")
+    assert replay.run(Key("load", {"path": str(record.REPO / "data" / "x")}), None) == str(record.REPO / "y")
 
 
 def test_live_without_recording_writes_nothing(recordings):
-    Session("lab", "tiny", "live").run("x", [], lambda: 1)
+    Session("lab", "tiny", "live").run(Key("x", {}), lambda: 1)
     assert not (recordings / "tiny" / "lab.json").exists()
+
+
+def test_keys_leave_out_cosmetic_settings_and_labels():
+    assert keys.engine({"model": "/m", "use_tqdm_on_load": False}) == {"model": "/m"}
+    a = keys.schedtrace({"model": "/m"}, ["p"], None, [None], label="warm-up")
+    b = keys.schedtrace({"model": "/m"}, ["p"], None, [None], label="shown")
+    assert a.digest == b.digest and a.describe != b.describe
+    assert keys.generate({"model": "/m"}, ["p"], None, None).digest != keys.generate({"model": "/n"}, ["p"], None,
+                                                                                     None).digest
+
+
+def test_replayable_records_plain_calls_only(recordings):
+    from course_utils import lab
+
+    record.set_current(Session("lab", "tiny", "live", recording=True))
+    calls = []
+
+    @lab.replayable
+    def check(seed=0):
+        calls.append(seed)
+        return {"seed": seed}
+
+    assert check(3) == {"seed": 3} and calls == [3]
+    with pytest.raises(TypeError, match="plain arguments"):
+        check(object())
+    record.set_current(Session("lab", "tiny", "replay"))
+    assert check(3) == {"seed": 3} and calls == [3]  # replayed, not run
+    record.set_current(None)

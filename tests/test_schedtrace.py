@@ -8,9 +8,6 @@ Fast tests drive a small fake engine that schedules like vLLM's V1 scheduler
 import enum
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -19,7 +16,7 @@ import pytest
 
 from course_utils.replay import session as record
 from course_utils.engine import schedtrace
-from course_utils.profiles import REPO, TINY
+from course_utils.profiles import TINY
 from course_utils.engine.schedtrace import Trace
 
 
@@ -106,12 +103,8 @@ def fake_llm(max_loras):
 
 
 @pytest.fixture
-def session(tmp_path, monkeypatch):
-    monkeypatch.setattr(record, "RECORDINGS", tmp_path)
-    monkeypatch.setattr(record, "REPO", tmp_path.parent)
-    s = record.set_current(record.Session("lab", "tiny", "live", recording=True))
-    yield s
-    record.set_current(None)
+def session(recordings):
+    return record.set_current(record.Session("lab", "tiny", "live", recording=True))
 
 
 # ---------------------------------------------------------------------------- tests
@@ -194,14 +187,11 @@ def test_gantt_draws_one_panel_per_trace():
 
 # ---------------------------------------------------------------------------- live
 CHILD = textwrap.dedent("""
-    import json, os, sys
-    os.environ.update(VLLM_ENABLE_V1_MULTIPROCESSING="0", VLLM_CPU_KVCACHE_SPACE="1",
-                      VLLM_LOGGING_LEVEL="ERROR", TQDM_DISABLE="1", HF_HUB_OFFLINE="1",
-                      TOKENIZERS_PARALLELISM="false", VLLM_NO_USAGE_STATS="1")
+    import json
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
     from course_utils.replay import session as record
-from course_utils.engine import schedtrace
+    from course_utils.engine import schedtrace
     from course_utils.profiles import get_profile
     from course_utils.chat import chat_prompt
     record.set_current(record.Session("test", "tiny", "live"))
@@ -227,12 +217,8 @@ from course_utils.engine import schedtrace
 @pytest.mark.live
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
 @pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
-def test_live_trace_on_the_tiny_model():
-    r = subprocess.run([sys.executable, "-c", CHILD], cwd=REPO, capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
-    lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
-    assert lines, f"child failed:\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
-    res = json.loads(lines[-1][len("RESULT "):])
+def test_live_trace_on_the_tiny_model(live_child):
+    res = live_child(CHILD)
     one, three = Trace.from_json(res["1"]), Trace.from_json(res["3"])
     assert all(len(s) <= 1 for s in one.lora_ids_per_step())
     assert three.steps_with_several_adapters() > 0 and three.max_adapters_in_a_step() == 3

@@ -1,10 +1,11 @@
 """course_utils.server: command line, environment, diagnosis, process groups, stale servers, real starts.
 
 The fast tests use a stand-in server (a small Python HTTP server that also
-forks a child) so that process-group handling is tested without vLLM. The
-tests marked ``live`` start the real vLLM server on the tiny profile (about
-25 s each on 2 CPU cores) and check that no child process survives, started
-or failed. Every test only ever kills processes it started.
+forks a child) so that process handling is tested without vLLM. The tests
+marked ``live`` start the real vLLM server on the tiny profile (about 25 s each
+on 2 CPU cores) and check that no process of the server survives, started or
+failed: not a child, not a member of its process group, not a reparented
+process carrying its tag. Every test only ever kills processes it started.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import profiles, server
+from course_utils import processes, profiles, server
+from course_utils.replay import keys
 from course_utils.replay import session as record
-from course_utils.server import Server, ServerError
+from course_utils.server import Launch, Server, ServerError
 
 psutil = pytest.importorskip("psutil")
 
@@ -75,6 +77,13 @@ def _children() -> set[int]:
     return {p.pid for p in psutil.Process().children(recursive=True)}
 
 
+def _nothing_left(srv: Server, before: set[int]):
+    """No child of this test, no member of the server's group, no process with the server's tag is left."""
+    _no_children_left(before)
+    _group_gone(srv.pgid)
+    assert processes.find(tag=srv.tag) == [], "a process carrying the server's tag survived"
+
+
 # -- the stand-in server -----------------------------------------------------------
 FAKE = textwrap.dedent("""
     import http.server, os, subprocess, sys, time
@@ -97,9 +106,13 @@ FAKE = textwrap.dedent("""
 """)
 
 
-class FakeServer(Server):
-    def _build_command(self, port):
+class FakeLaunch(Launch):
+    def argv(self, port):
         return [sys.executable, "-c", FAKE, "--port", str(port), "--api-key", self.api_key]
+
+
+class FakeServer(Server):
+    launch_class = FakeLaunch
 
 
 # -- command line and environment ---------------------------------------------------------
@@ -139,6 +152,7 @@ def test_env_runtime_updating_only_when_asked(monkeypatch):
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in off
     assert "VLLM_ALLOW_INSECURE_SERIALIZATION" not in off
     assert off["VLLM_CPU_KVCACHE_SPACE"] == "1" and "VLLM_LOGGING_LEVEL" in off
+    assert off["VLLM_HOST_IP"] == "127.0.0.1", "vLLM's own sockets stay on loopback"
     on = Server(TINY, runtime_updates=True)
     assert on.server_env()["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
     assert on.display_command.startswith("VLLM_ALLOW_RUNTIME_LORA_UPDATING=True ")
@@ -157,7 +171,21 @@ def test_diagnose(log, rc, word):
     assert word in server.diagnose(log, rc)
 
 
-def test_lora_info_samples_and_prefix_strip():
+def test_servers_listen_on_loopback_only():
+    with pytest.raises(ValueError, match="127.0.0.1"):
+        Server(TINY, host="0.0.0.0")
+    s = Server(TINY)
+    assert s.host == "127.0.0.1" and s.base_url.startswith("http://127.0.0.1:")
+
+
+def test_each_server_has_its_own_tag_and_keeps_an_inherited_one(monkeypatch):
+    monkeypatch.setenv(processes.TAG, "parent-tag")
+    a, b = Server(TINY), Server(TINY)
+    assert a.tag != b.tag
+    assert a.server_env()[processes.TAG].split() == ["parent-tag", a.tag]
+
+
+def test_lora_info_samples_and_percentile():
     text = ('# HELP vllm:lora_requests_info Running stats on lora requests.\n'
             'vllm:lora_requests_info{max_lora="4",running_lora_adapters="sql,support",waiting_lora_adapters=""} '
             '1.7e+09\n'
@@ -165,8 +193,6 @@ def test_lora_info_samples_and_prefix_strip():
     s = server.lora_info_samples(text)
     assert s[0]["running"] == ["sql", "support"] and s[0]["max_lora"] == "4"
     assert s[1]["running"] == [] and s[1]["waiting"] == ["json"]
-    line = "(APIServer pid=42) ERROR 11-30 02:40:00 [serving.py:12] LoRA rank 32 is greater than max_lora_rank 16."
-    assert server._strip_log_prefix(line) == "LoRA rank 32 is greater than max_lora_rank 16."
     assert server.percentile([1, 2, 3, 4], 50) == 2.5
 
 
@@ -177,10 +203,13 @@ def test_with_block_stops_the_whole_group():
         assert s.running and s.ready_seconds is not None
         kids = psutil.Process(s.pid).children(recursive=True)
         assert kids, "the stand-in forks a child"
-        assert s.pidfile.is_file()
+        assert {p.pid for p in s.processes()} == {s.pid, *(k.pid for k in kids)}
+        assert s.pidfile.is_file() and server.running() == [s]
         pidfile = s.pidfile
-    assert not s.running and not pidfile.exists()
-    _no_children_left(before)
+        listening = [c for c in s.sockets() if c.listening]
+        assert listening and all(c.laddr == ("127.0.0.1", s.port) for c in listening)
+    assert not s.running and not pidfile.exists() and server.running() == []
+    _nothing_left(s, before)
 
 
 def test_failed_start_shows_tail_and_cause_and_leaves_nothing(monkeypatch):
@@ -190,7 +219,8 @@ def test_failed_start_shows_tail_and_cause_and_leaves_nothing(monkeypatch):
     with pytest.raises(ServerError) as e:
         s.start()
     assert "rank too high" in str(e.value) and "greater than max_lora_rank" in e.value.log_tail
-    _no_children_left(before)
+    # the stand-in exited by itself: its child, reparented to init, must not survive it
+    _nothing_left(s, before)
 
 
 def test_timeout_stops_a_hanging_server():
@@ -198,7 +228,7 @@ def test_timeout_stops_a_hanging_server():
     s = FakeServer(TINY, ready_timeout=2, env={"FAKE_MODE": "hang"})
     with pytest.raises(ServerError, match="timeout"):
         s.start()
-    _no_children_left(before)
+    _nothing_left(s, before)
 
 
 def test_stale_server_of_a_dead_kernel_is_stopped_after_checking_its_command_line(tmp_path):
@@ -216,20 +246,22 @@ def test_stale_server_of_a_dead_kernel_is_stopped_after_checking_its_command_lin
                          env={**os.environ})
     pid = int(out.stdout.split()[-1])
     try:
-        assert server._alive(pid)
+        assert processes.alive(pid)
         # a pid file whose pid was reused by another program: left alone
         decoy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         (server.runtime_dir() / f"{server.PIDFILE_PREFIX}{decoy.pid}.json").write_text(json.dumps(
             {"pid": decoy.pid, "pgid": decoy.pid, "cmdline": ["python", "-m", "vllm.entrypoints.openai.api_server"],
              "owner": 999999, "owner_cmdline": None}))
+        tag = json.loads((server.runtime_dir() / f"{server.PIDFILE_PREFIX}{pid}.json").read_text())["tag"]
+        assert len(processes.find(tag=tag)) == 2, "the stand-in and its child carry the server's tag"
         stopped = server.cleanup_stale(verbose=False)
         assert stopped == [pid]
-        assert not server._alive(pid)
+        assert not processes.alive(pid) and processes.find(tag=tag) == []
         assert decoy.poll() is None, "a process whose command line differs must not be killed"
         decoy.kill()
         decoy.wait()
     finally:
-        if server._alive(pid):
+        if processes.alive(pid):
             os.killpg(pid, signal.SIGKILL)
     assert not list(server.runtime_dir().glob("*.json"))
     _no_children_left(before)
@@ -263,14 +295,14 @@ def test_sigterm_stops_servers_and_chains_the_previous_handler(tmp_path):
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         pid = int(p.stdout.readline())
-        assert server._alive(pid)
+        assert processes.alive(pid)
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=30)
         assert marker.read_text() == "yes"
         deadline = time.monotonic() + 5
-        while server._alive(pid) and time.monotonic() < deadline:
+        while processes.alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not server._alive(pid)
+        assert not processes.alive(pid)
     finally:
         if p.poll() is None:
             p.kill()
@@ -282,8 +314,7 @@ def test_replay_mode_starts_nothing(monkeypatch):
     sess.mode = "replay"
     sess._index = {}
     entry = {"command": "python -m ... --port <port>", "ready_seconds": 24.0}
-    sess._index[record.call_key("server_start", ["srv", record.portable(Server(TINY, label="srv").display_command)])] = [
-        {"result": entry}]
+    sess._index[keys.server_start("srv", Server(TINY, label="srv").display_command).digest] = [{"result": entry}]
     monkeypatch.setattr(record, "_current", sess)
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: (_ for _ in ()).throw(AssertionError("started")))
     s = Server(TINY, label="srv").start()
@@ -314,7 +345,13 @@ def test_live_server_starts_answers_and_leaves_nothing():
         ids = {m["id"] for m in r.json()["data"]}
         assert {"base", "sql"} <= ids
         assert requests.get(s.url("/v1/models"), timeout=10).status_code == 401
-    _no_children_left(before)
+        names = {" ".join(p.cmdline()) for p in s.processes()}
+        assert any("EngineCore" in n for n in names), names
+        socks = s.sockets()
+        assert any(c.listening and c.laddr == ("127.0.0.1", s.port) for c in socks)
+        assert all(c.laddr[0] == "127.0.0.1" and (not c.raddr or c.raddr[0] == "127.0.0.1") for c in socks), \
+            f"every socket of the server is on loopback: {socks}"
+    _nothing_left(s, before)
 
 
 @_mark
@@ -329,8 +366,7 @@ def test_live_failed_starts_leave_no_process(tmp_path):
         with pytest.raises(ServerError) as e:
             srv.start()
         causes[key] = e.value.cause
-        _no_children_left(before)
-        _group_gone(srv.pgid)
+        _nothing_left(srv, before)
 
     # 1. a port that is taken
     with socket.socket() as sock:
@@ -346,10 +382,11 @@ def test_live_failed_starts_leave_no_process(tmp_path):
     s = Server(TINY, label="killed", ready_timeout=120)
 
     def killer():
-        while s.pid is None:
-            time.sleep(0.05)
-        time.sleep(8)   # past the imports: the engine process is being spawned
-        os.kill(s.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 100
+        while len(s.processes()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)   # until the server has started its helpers (engine, resource tracker)
+        time.sleep(1)
+        os.kill(s.pid, signal.SIGKILL)   # they are reparented to init: the tag and the group still find them
 
     threading.Thread(target=killer, daemon=True).start()
     attempt("killed", s)

@@ -1,64 +1,124 @@
 """Read mode's stand-in for vLLM answers exactly what the live run recorded, keyed the same way."""
 
+import importlib.util
+import json
+import textwrap
+
 import pytest
 
-from course_utils.replay import session as record, vllm_calls as vr
+from course_utils.paths import TINY
+from course_utils.replay import keys, session as record, standin, vllm_calls
 from course_utils.replay.session import ReplayMiss, Session
 
 
 @pytest.fixture
-def session(tmp_path, monkeypatch):
-    monkeypatch.setattr(record, "RECORDINGS", tmp_path)
-    monkeypatch.setattr(record, "REPO", tmp_path.parent)
+def session(recordings):
     live = record.set_current(Session("lab", "tiny", "live", recording=True))
-    live.facts = {"SamplingParams.defaults": {f: None for f in vr.SP_FIELDS} | {"temperature": 1.0, "max_tokens": 16},
-                  "LoRAConfig.defaults": {"max_loras": 1, "max_lora_rank": 16}, "vllm.__version__": "0.32.0"}
-    kwargs = {"model": "/m", "enable_lora": True}
-    live.run("LLM", kwargs, lambda: None)
-    sp = vr.ReplaySamplingParams.__new__(vr.ReplaySamplingParams)
-    for f in vr.SP_FIELDS:
-        setattr(sp, f, {"temperature": 0, "max_tokens": 8}.get(f, live.facts["SamplingParams.defaults"][f]))
-    req = vr.ReplayLoRARequest("sql", 1, "/a/sql")
-    outs = [vr.RequestOutput("0", "p0", [1, 2], [vr.CompletionOutput(0, "SELECT 1", [5], "stop")], lora_request=req),
-            vr.RequestOutput("1", "p1", [3], [vr.CompletionOutput(0, "hello", [6], "stop")])]
-    live.run("generate", vr.generate_key(kwargs, ["p0", "p1"], sp, [req, None]), lambda: outs,
-             encode=vr.encode_outputs)
+    live.facts = {keys.FACT_SAMPLING_DEFAULTS: {f: None for f in keys.SAMPLING_FIELDS} | {"temperature": 1.0,
+                                                                                          "max_tokens": 16},
+                  keys.FACT_LORA_CONFIG_DEFAULTS: {"max_loras": 1, "max_lora_rank": 16},
+                  keys.FACT_VLLM_VERSION: "0.32.0"}
+    engine = {"model": "/m", "enable_lora": True}
+    live.run(keys.llm_start(engine), lambda: None)
+    sp = standin.SamplingParams(temperature=0, max_tokens=8)
+    req = standin.LoRARequest("sql", 1, "/a/sql")
+    outs = [standin.RequestOutput("0", "p0", [1, 2], [standin.CompletionOutput(0, "SELECT 1", [5], "stop")],
+                                  lora_request=req),
+            standin.RequestOutput("1", "p1", [3], [standin.CompletionOutput(0, "hello", [6], "stop")])]
+    live.run(keys.generate(engine, ["p0", "p1"], sp, [req, None]), lambda: outs, encode=vllm_calls.encode_outputs)
     try:
-        live.run("add_lora", [kwargs, vr.lora_key(vr.ReplayLoRARequest("wide", 9, "/x"))],
+        live.run(keys.add_lora(engine, standin.LoRARequest("wide", 9, "/x")),
                  lambda: (_ for _ in ()).throw(ValueError("size mismatch")))
     except ValueError:
         pass
     live._save()
-    return record.set_current(Session("lab", "tiny", "replay"))
+    yield record.set_current(Session("lab", "tiny", "replay"))
+    record.set_current(None)
 
 
 def test_generate_replays_outputs(session):
-    llm = vr.ReplayLLM(model="/m", enable_lora=True)
-    sp = vr.ReplaySamplingParams(temperature=0, max_tokens=8)
-    outs = llm.generate(["p0", "p1"], sp, lora_request=[vr.ReplayLoRARequest("sql", 1, "/a/sql"), None])
+    llm = standin.LLM(model="/m", enable_lora=True)
+    sp = standin.SamplingParams(temperature=0, max_tokens=8)
+    outs = llm.generate(["p0", "p1"], sp, lora_request=[standin.LoRARequest("sql", 1, "/a/sql"), None])
     assert [o.outputs[0].text for o in outs] == ["SELECT 1", "hello"]
     assert outs[0].lora_request.lora_name == "sql" and outs[1].lora_request is None
 
 
 def test_edited_prompt_is_a_miss(session):
-    llm = vr.ReplayLLM(model="/m", enable_lora=True)
+    llm = standin.LLM(model="/m", enable_lora=True)
     with pytest.raises(ReplayMiss, match="first prompt 'p0 edited'"):
-        llm.generate(["p0 edited", "p1"], vr.ReplaySamplingParams(temperature=0, max_tokens=8))
+        llm.generate(["p0 edited", "p1"], standin.SamplingParams(temperature=0, max_tokens=8))
 
 
 def test_other_engine_settings_are_a_miss(session):
     with pytest.raises(ReplayMiss, match="engine settings"):
-        vr.ReplayLLM(model="/m", enable_lora=True, max_loras=2)
+        standin.LLM(model="/m", enable_lora=True, max_loras=2)
 
 
 def test_errors_replay_with_their_type(session):
-    llm = vr.ReplayLLM(model="/m", enable_lora=True)
+    llm = standin.LLM(model="/m", enable_lora=True)
     with pytest.raises(record.ReplayedError) as e:
-        llm.llm_engine.add_lora(vr.ReplayLoRARequest("wide", 9, "/x"))
+        llm.llm_engine.add_lora(standin.LoRARequest("wide", 9, "/x"))
     assert type(e.value).__name__ == "ValueError" and str(e.value) == "size mismatch"
 
 
 def test_lora_request_checks_like_vllm(session):
     with pytest.raises(ValueError, match="id must be > 0, got 0"):
-        vr.ReplayLoRARequest("sql", 0, "/a")
-    assert vr.ReplayLoRARequest("a", 1, "/x") == vr.ReplayLoRARequest("a", 2, "/y")
+        standin.LoRARequest("sql", 0, "/a")
+    with pytest.raises(ValueError, match="lora_path cannot be empty"):
+        standin.LoRARequest("sql", 1, "")
+    assert standin.LoRARequest("a", 1, "/x") == standin.LoRARequest("a", 2, "/y")
+
+
+# ---------------------------------------------------------------------------- live: real vLLM keys
+RECORD_WITH_REAL_VLLM = textwrap.dedent("""
+    import json, sys
+    from course_utils.replay import session as record, vllm_calls
+    record.RECORDINGS = __import__("pathlib").Path(sys.argv[1])
+    from course_utils.chat import chat_prompt
+    from course_utils.profiles import get_profile
+    prof = get_profile("tiny")
+    s = record.set_current(record.Session("keys", "tiny", "live", recording=True))
+    vllm_calls.instrument()
+    vllm_calls.record_facts(s)
+    from vllm import LLM, SamplingParams
+    from vllm.lora.request import LoRARequest
+    llm = LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=2, **prof.engine_kwargs())
+    sql = LoRARequest("sql", 1, prof.adapter("sql"))
+    llm.llm_engine.add_lora(sql)
+    prompts = [chat_prompt(prof, "Write a SQL query: List all airports in Malawi."), chat_prompt(prof, "Hi.")]
+    llm.generate(prompts, SamplingParams(temperature=0, max_tokens=8), lora_request=[sql, None], use_tqdm=False)
+    llm.generate(prompts[:1], SamplingParams(temperature=0, max_tokens=8), lora_request=sql, use_tqdm=False)
+    print("RESULT " + json.dumps({"recorded": True}))
+""")
+
+
+@pytest.mark.live
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
+@pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
+def test_keys_recorded_from_real_vllm_are_found_by_the_stand_ins(recordings, live_child):
+    """The same lab code, once against real vLLM (recording) and once against the stand-ins (replay)."""
+    assert live_child(RECORD_WITH_REAL_VLLM, recordings)["recorded"]
+    data = json.loads((recordings / "tiny" / "keys.json").read_text())
+    assert [c["kind"] for c in data["calls"]] == ["LLM", "add_lora", "generate", "generate"]
+    assert data["calls"][2]["users"] == ["Write a SQL query: List all airports in Malawi.", "Hi."]
+
+    from course_utils.chat import chat_prompt
+    from course_utils.profiles import get_profile
+
+    prof = get_profile("tiny")
+    record.set_current(Session("keys", "tiny", "replay"))
+    try:
+        llm = standin.LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=2,
+                          **prof.engine_kwargs())
+        sql = standin.LoRARequest("sql", 1, prof.adapter("sql"))
+        assert llm.llm_engine.add_lora(sql) is True
+        prompts = [chat_prompt(prof, "Write a SQL query: List all airports in Malawi."), chat_prompt(prof, "Hi.")]
+        outs = llm.generate(prompts, standin.SamplingParams(temperature=0, max_tokens=8), lora_request=[sql, None],
+                            use_tqdm=False)
+        assert len(outs) == 2 and outs[0].lora_request == sql
+        one = llm.generate(prompts[:1], standin.SamplingParams(temperature=0, max_tokens=8), lora_request=sql,
+                           use_tqdm=False)
+        assert one[0].outputs[0].token_ids == outs[0].outputs[0].token_ids  # batching changed nothing
+    finally:
+        record.set_current(None)

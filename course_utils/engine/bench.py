@@ -37,6 +37,7 @@ import statistics
 import sys
 from dataclasses import dataclass
 
+from ..arch import MAX_LORA_RANKS, smallest_rank_that_fits
 from ..lab import fmt_seconds
 from ..tinyworld.tasks import TASKS, make_examples
 
@@ -48,24 +49,17 @@ class BenchError(ValueError):
 # ---------------------------------------------------------------------------
 # Checking settings before an engine starts
 # ---------------------------------------------------------------------------
-def allowed_ranks() -> tuple[int, ...]:
-    from ..memory.model import allowed_max_lora_ranks
-
-    return tuple(allowed_max_lora_ranks())
-
-
 def check_engine(max_loras: int, max_lora_rank: int, max_cpu_loras: int | None = None) -> None:
     """Raise BenchError unless vLLM's LoRAConfig would accept these values (checked without vLLM)."""
     if isinstance(max_loras, bool) or not isinstance(max_loras, int) or max_loras < 1:
         raise BenchError(f"max_loras={max_loras!r}: vLLM needs an integer >= 1 (LoRAConfig.max_loras is the number "
                          f"of distinct adapters one engine step may run; 1 is its default). Use 1 to run adapters "
                          f"one after another, or the number of adapters you mix.")
-    allowed = allowed_ranks()
-    if max_lora_rank not in allowed:
-        fits = [r for r in allowed if isinstance(max_lora_rank, int) and r >= max_lora_rank]
-        hint = f"; the smallest allowed value that holds rank {max_lora_rank} is {min(fits)}" if fits else ""
+    if max_lora_rank not in MAX_LORA_RANKS:
+        fit = smallest_rank_that_fits(max_lora_rank) if isinstance(max_lora_rank, int) else None
+        hint = f"; the smallest allowed value that holds rank {max_lora_rank} is {fit}" if fit else ""
         raise BenchError(f"max_lora_rank={max_lora_rank!r} is not a value vLLM accepts (LoRAConfig.max_lora_rank is "
-                         f"one of {', '.join(map(str, allowed))}){hint}.")
+                         f"one of {', '.join(map(str, MAX_LORA_RANKS))}){hint}.")
     if max_cpu_loras is not None and max_cpu_loras < max_loras:
         raise BenchError(f"max_cpu_loras ({max_cpu_loras}) must be >= max_loras ({max_loras}): vLLM keeps every "
                          f"adapter of a step in its host-memory cache too.")

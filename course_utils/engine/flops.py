@@ -1,6 +1,6 @@
 """The arithmetic of "almost free": FLOPs per token of the base projections vs the LoRA products.
 
-Pure Python from a model's ``config.json`` (see :mod:`course_utils.memory`).
+Pure Python from a model's ``config.json``; the shapes come from :mod:`course_utils.arch`.
 A linear layer ``y = W x`` with ``W`` of shape (d_out, d_in) costs
 ``2 * d_in * d_out`` FLOPs per token (one multiply and one add per weight).
 LoRA adds the shrink ``v = A x`` (A: r x d_in, ``2 * r * d_in``) and the expand
@@ -16,7 +16,7 @@ the slot rank the engine was started with.
 
 from __future__ import annotations
 
-from ..memory.model import PROJECTIONS, arch, projection_shapes
+from ..arch import PROJECTIONS, arch, projection_shapes
 
 RANKS = (8, 16, 32, 64)
 
@@ -24,15 +24,15 @@ RANKS = (8, 16, 32, 64)
 def base_projection_flops(config, targets=PROJECTIONS) -> int:
     """FLOPs per token of the base projections in ``targets``, summed over all layers."""
     shapes = projection_shapes(config)
-    return arch(config).layers * sum(2 * shapes[p][0] * shapes[p][1] for p in targets)
+    return arch(config).layers * sum(2 * shapes[p].d_in * shapes[p].d_out for p in targets)
 
 
 def lora_flops(config, rank: int, targets=PROJECTIONS) -> dict:
     """FLOPs per token of the shrink and expand products at ``rank`` on ``targets``, all layers."""
     shapes = projection_shapes(config)
     layers = arch(config).layers
-    shrink = layers * sum(2 * rank * shapes[p][0] for p in targets)
-    expand = layers * sum(2 * rank * shapes[p][1] for p in targets)
+    shrink = layers * sum(2 * rank * shapes[p].d_in for p in targets)
+    expand = layers * sum(2 * rank * shapes[p].d_out for p in targets)
     return {"shrink": shrink, "expand": expand, "lora": shrink + expand}
 
 

@@ -34,10 +34,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from ..replay import session as record
-from ..replay.vllm_calls import lora_key, prompts_key, sampling_key
+from ..replay import keys, session as record
 
-KIND = "schedtrace"
 BASE = "base"  # the adapter name shown for rows without a LoRARequest
 
 
@@ -206,11 +204,10 @@ def run(llm, prompts, sampling_params, lora_requests=None, label: str = "") -> T
         raise ValueError(f"{len(prompts)} prompts but {len(lora_requests)} lora requests; give one "
                          f"LoRARequest (or None) per prompt.")
     ids = request_ids_for(lora_requests)
-    key = [getattr(llm, "_course_key", None), prompts_key(prompts), sampling_key(sampling_params),
-           lora_key(lora_requests)]
+    key = keys.schedtrace(getattr(llm, "_course_key", None), prompts, sampling_params, lora_requests, label)
     trace = record.current().run(
-        KIND, key, lambda: drive(llm.llm_engine, prompts, sampling_params, lora_requests, ids, label),
-        encode=Trace.to_json, decode=Trace.from_json, describe=f"step trace {label!r}")
+        key, lambda: drive(llm.llm_engine, prompts, sampling_params, lora_requests, ids, label),
+        encode=Trace.to_json, decode=Trace.from_json)
     trace.label = label or trace.label
     return trace
 

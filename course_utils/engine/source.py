@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from ..replay import keys
+from ..replay.session import current, installed_vllm_version
+
 #: The vLLM release the course page was written against (GPU baseline).
 COURSE_BASELINE = "0.26.0"
 
@@ -278,11 +281,8 @@ def _locate_in_file(module, qualname, members, fields_only, docstrings, import_e
 
 def get(module: str, qualname: str, **options) -> Located:
     """:func:`locate` through the lab's record layer (read mode replays the recorded text)."""
-    from ..replay.session import current  # noqa: PLC0415
-
-    data = current().run("source", [module, qualname, options],
-                         lambda: locate(module, qualname, **options).as_dict(),
-                         describe=f"source of {module}.{qualname}")
+    data = current().run(keys.source("source", module, qualname, options),
+                         lambda: locate(module, qualname, **options).as_dict())
     return Located.from_dict(data)
 
 
@@ -303,9 +303,7 @@ def show(module: str, qualname: str, **options) -> None:
 
 def installed_version() -> str:
     """The installed vLLM's version string (the recorded one in read mode)."""
-    from ..replay.session import current, installed_vllm_version  # noqa: PLC0415
-
-    return current().fact("source.vllm_version", lambda: installed_vllm_version() or "not installed")
+    return current().fact(keys.FACT_INSTALLED_VERSION, lambda: installed_vllm_version() or "not installed")
 
 
 def dataclass_fields(module: str, qualname: str, names: Iterable[str] | None = None) -> list[dict]:
@@ -367,26 +365,21 @@ def _plain(v):
 
 def fields(module: str, qualname: str, names: Iterable[str] | None = None) -> list[dict]:
     """:func:`dataclass_fields` through the record layer."""
-    from ..replay.session import current  # noqa: PLC0415
-
     names = list(names) if names is not None else None
-    return current().run("fields", [module, qualname, names], lambda: dataclass_fields(module, qualname, names))
+    return current().run(keys.source("fields", module, qualname, names),
+                         lambda: dataclass_fields(module, qualname, names))
 
 
 def literal(module: str, name: str) -> list:
     """:func:`literal_values` through the record layer."""
-    from ..replay.session import current  # noqa: PLC0415
-
-    return current().run("literal", [module, name], lambda: literal_values(module, name))
+    return current().run(keys.source("literal", module, name), lambda: literal_values(module, name))
 
 
 def signature(module: str, qualname: str) -> str:
     """``name(args...)`` of a function in the installed package (recorded for read mode)."""
-    from ..replay.session import current  # noqa: PLC0415
-
     def sig():
         obj = _resolve(importlib.import_module(module), qualname)
         text = str(inspect.signature(obj)).replace("torch.Tensor", "Tensor")
         return f"{qualname}{text}"
 
-    return current().run("signature", [module, qualname], sig)
+    return current().run(keys.source("signature", module, qualname), sig)

@@ -46,7 +46,6 @@ GB = 1000**3
 # What the wheels need
 # --------------------------------------------------------------------------
 VLLM_VERSION = "0.26.0"
-TORCH_VERSION = "2.11.0"
 
 WHEELS = {
     # name: (CUDA of the wheels, minimum driver, human description)

@@ -231,21 +231,29 @@ def shard_problem(path: Path) -> str | None:
     return None
 
 
-def verify_model(path: Path, item: Item) -> Check:
-    """Is ``path`` a complete copy of ``item`` (a base model)?"""
+def _verify(path: Path, config_name: str, config_problems, check_files) -> Check:
+    """What every folder gets: it exists, its ``config_name`` is there and parses, and
+    ``config_problems(config)`` finds nothing wrong; then ``check_files(chk)`` checks the rest."""
     path = Path(path)
     chk = Check(path)
     if not path.is_dir():
         chk.missing.append("the whole folder")
         return chk
-    cfg_file = path / "config.json"
+    cfg_file = path / config_name
     if not cfg_file.is_file():
-        chk.missing.append("config.json")
+        chk.missing.append(config_name)
     else:
         try:
-            chk.problems += check_config(json.loads(cfg_file.read_text()), item.expect)
+            chk.problems += config_problems(json.loads(cfg_file.read_text()))
         except ValueError as e:
-            chk.broken.append(f"config.json: not valid JSON ({e})")
+            chk.broken.append(f"{config_name}: not valid JSON ({e})")
+    check_files(chk)
+    return chk
+
+
+def _model_files(chk: Check) -> None:
+    """The tokenizer, the safetensors index and every shard it lists."""
+    path = chk.path
     if not (path / "tokenizer_config.json").is_file():
         chk.missing.append("tokenizer_config.json")
     if not any((path / f).is_file() for f in ("tokenizer.json", "vocab.json", "tokenizer.model")):
@@ -271,27 +279,11 @@ def verify_model(path: Path, item: Item) -> Check:
             chk.broken.append(f"{shard}: {why}")
         if p.is_file():
             chk.present_bytes += p.stat().st_size
-    return chk
 
 
-def verify_adapter(path: Path, item: Item) -> Check:
-    """Is ``path`` a complete peft LoRA adapter folder (within the profile's max rank)?"""
-    path = Path(path)
-    chk = Check(path)
-    if not path.is_dir():
-        chk.missing.append("the whole folder")
-        return chk
-    cfg_file = path / "adapter_config.json"
-    if not cfg_file.is_file():
-        chk.missing.append("adapter_config.json")
-    else:
-        try:
-            cfg = json.loads(cfg_file.read_text())
-            if item.max_rank and int(cfg.get("r", 0)) > item.max_rank:
-                chk.problems.append(f"rank {cfg.get('r')} > max_lora_rank {item.max_rank}")
-        except ValueError as e:
-            chk.broken.append(f"adapter_config.json: not valid JSON ({e})")
-    st, binf = path / "adapter_model.safetensors", path / "adapter_model.bin"
+def _adapter_files(chk: Check) -> None:
+    """The adapter's weights: a whole safetensors file (or a non-empty .bin)."""
+    st, binf = chk.path / "adapter_model.safetensors", chk.path / "adapter_model.bin"
     if st.is_file():
         why = shard_problem(st)
         if why:
@@ -301,7 +293,21 @@ def verify_adapter(path: Path, item: Item) -> Check:
         chk.present_bytes += binf.stat().st_size
     else:
         chk.missing.append("adapter_model.safetensors")
-    return chk
+
+
+def verify_model(path: Path, item: Item) -> Check:
+    """Is ``path`` a complete copy of ``item`` (a base model)?"""
+    return _verify(path, "config.json", lambda cfg: check_config(cfg, item.expect), _model_files)
+
+
+def verify_adapter(path: Path, item: Item) -> Check:
+    """Is ``path`` a complete peft LoRA adapter folder (within the profile's max rank)?"""
+    def rank_problems(cfg: dict) -> list[str]:
+        if item.max_rank and int(cfg.get("r", 0)) > item.max_rank:
+            return [f"rank {cfg.get('r')} > max_lora_rank {item.max_rank}"]
+        return []
+
+    return _verify(path, "adapter_config.json", rank_problems, _adapter_files)
 
 
 def verify(path: Path, item: Item) -> Check:

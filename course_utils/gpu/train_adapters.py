@@ -29,6 +29,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import download
+from .checks import TRAIN_MIB  # GPU memory the bf16 7B base + LoRA training needs
 from ..adapters import read_safetensors_header
 from ..paths import models_dir as default_models_dir, read_paths_file
 from ..tinyworld.trainer import ADAPTERS, TrainConfig
@@ -36,7 +37,6 @@ from ..tinyworld.trainer import ADAPTERS, TrainConfig
 PROFILE = "qwen7b"
 BASE_NAME = "Qwen/Qwen2.5-7B-Instruct"  # written into adapter_config.json instead of a local path
 TASKS = tuple(ADAPTERS)
-TRAIN_MIB = 22000  # GPU memory the bf16 7B base + LoRA training needs (an RTX 4090 has 24564 MiB)
 
 # Sized for one RTX 4090: the bf16 base takes 15.2 GB; batch 8 of short chat
 # prompts with gradient checkpointing fits in the rest. 300 steps x 8 = 2400

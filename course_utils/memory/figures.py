@@ -1,14 +1,20 @@
-"""The memory-layout picture of Lab 02: one stacked bar per setting, and the knobs that redraw it.
+"""The memory lessons' pictures and numbers: Lab 02's stacked bars, tables and knobs, and the
+course's RTX 4090 figures (Qwen2.5-7B-Instruct).
 
-Figures come from :func:`course_utils.memory.plan`; this module only draws
-them (matplotlib) and wires ipywidgets to them. ``static_view`` prints the
-same table and draws the same bars without any widget, for read mode and
-nbval.
+Every number comes from :mod:`.model` (mostly :func:`~course_utils.memory.plan`);
+this module draws the layouts (matplotlib, imported lazily), wires ipywidgets to
+them (:func:`explorer`), and computes the figures the labs, the closing note and
+the self-test quote (:func:`rtx4090_figures`, :func:`full_finetunes_vs_adapters`,
+:func:`adapters_on_one_card`, :func:`lora_vs_full_matrix`, :func:`check_profile`).
 """
 
 from __future__ import annotations
 
-from . import model as memory
+from pathlib import Path
+
+from ..arch import MAX_LORA_RANKS, PROJECTIONS, load_config
+from .model import (GiB, KiB, RTX_4090_BYTES, Layout, MemoryModelError, adapter_bytes, kv_bytes_per_token,
+                    parameter_count, plan, weight_bytes)
 
 COLORS = {"weights": "#4C72B0", "lora_buffers": "#DD8452", "other": "#937860", "activation": "#C44E52",
           "kv_cache": "#55A868", "free": "#DDDDDD"}
@@ -17,20 +23,19 @@ LABELS = {"weights": "base weights", "lora_buffers": "LoRA slots (max_loras x ma
           "kv_cache": "KV-cache block pool", "free": "outside gpu_memory_utilization"}
 
 
-def parts(layout: memory.Layout) -> dict[str, float]:
+def parts(layout: Layout) -> dict[str, float]:
     """GiB per bar segment; a negative KV cache (over budget) is drawn as zero."""
-    g = memory.GiB
     return {
-        "weights": layout.weights / g,
-        "lora_buffers": layout.lora_buffers / g,
-        "other": (layout.non_torch + layout.cudagraph + layout.punica) / g,
-        "activation": layout.activation / g,
-        "kv_cache": max(layout.kv_cache, 0) / g,
-        "free": layout.unrequested / g,
+        "weights": layout.weights / GiB,
+        "lora_buffers": layout.lora_buffers / GiB,
+        "other": (layout.non_torch + layout.cudagraph + layout.punica) / GiB,
+        "activation": layout.activation / GiB,
+        "kv_cache": max(layout.kv_cache, 0) / GiB,
+        "free": layout.unrequested / GiB,
     }
 
 
-def draw(layouts: dict[str, memory.Layout], ax=None, title: str = ""):
+def draw(layouts: dict[str, Layout], ax=None, title: str = ""):
     """Horizontal stacked bars, one per labelled layout."""
     import matplotlib.pyplot as plt
 
@@ -56,12 +61,12 @@ def draw(layouts: dict[str, memory.Layout], ax=None, title: str = ""):
     return ax
 
 
-def summary_rows(layouts: dict[str, memory.Layout]) -> list[dict]:
+def summary_rows(layouts: dict[str, Layout]) -> list[dict]:
     rows = []
     for name, p in layouts.items():
-        rows.append({"setting": name, "weights GiB": round(p.weights / memory.GiB, 2),
-                     "LoRA slots GiB": round(p.lora_buffers / memory.GiB, 2),
-                     "KV cache GiB": round(max(p.kv_cache, 0) / memory.GiB, 2),
+        rows.append({"setting": name, "weights GiB": round(p.weights / GiB, 2),
+                     "LoRA slots GiB": round(p.lora_buffers / GiB, 2),
+                     "KV cache GiB": round(max(p.kv_cache, 0) / GiB, 2),
                      "KV blocks": p.kv.num_blocks, "max tokens": p.kv.max_tokens,
                      f"concurrent {p.kv.context_len}-token seqs": p.kv.concurrent_seqs})
     return rows
@@ -76,54 +81,158 @@ def layout_for(config="qwen2.5-7b-instruct", gpu_gb=24.0, dtype="bfloat16", gpu_
     """One layout from the widget's knobs (dtype 'awq' picks the AWQ checkpoint's config)."""
     awq = dtype == "awq"
     cfg = "qwen2.5-7b-instruct-awq" if awq and config == "qwen2.5-7b-instruct" else config
-    adapters = [(f"adapter{i}", {"r": adapter_rank, "target_modules": list(memory.PROJECTIONS)})
+    adapters = [(f"adapter{i}", {"r": adapter_rank, "target_modules": list(PROJECTIONS)})
                 for i in range(n_adapters)]
-    gpu_bytes = memory.RTX_4090_BYTES if gpu_gb == 24.0 else None
-    return memory.plan(cfg, adapters, gpu_gb=gpu_gb, gpu_bytes=gpu_bytes, dtype="float16" if awq else dtype,
+    gpu_bytes = RTX_4090_BYTES if gpu_gb == 24.0 else None
+    return plan(cfg, adapters, gpu_gb=gpu_gb, gpu_bytes=gpu_bytes, dtype="float16" if awq else dtype,
                        gpu_memory_utilization=gpu_memory_utilization, max_loras=max_loras,
                        max_lora_rank=max_lora_rank, max_cpu_loras=max(n_adapters, max_loras),
                        context_len=context_len, check=False)
 
 
 def explorer(config="qwen2.5-7b-instruct"):
-    """Sliders and dropdowns that redraw the bar and the table (needs a live Jupyter front end).
+    """The layout for :data:`KNOBS` (figure and table, what every reader sees, in any front end), then
+    the knobs as widgets: in JupyterLab, moving one redraws the bar and the table below the controls.
 
-    Headless runs (``make run/record/test`` set COURSE_HEADLESS=1) print a pointer instead: a
-    widget there has nobody to move it, and the static view above shows the same figures."""
-    import os
-
-    if os.environ.get("COURSE_HEADLESS") == "1":
-        print("interactive explorer: open this notebook in JupyterLab (`make jupyter`) to move the knobs; "
-              "the static view above shows the same figures for the default knobs.")
-        return
+    The widget is shown with a short plain-text stand-in, so a notebook's saved output does not depend
+    on whether a front end was there to draw it (nbval compares the text, not the widget)."""
     import ipywidgets as w
     import matplotlib.pyplot as plt
     from IPython.display import display
 
+    layout = layout_for(config, **KNOBS)
+    print("knobs:", KNOBS)
+    draw({"default knobs": layout}, title="RTX-class GPU memory, Qwen2.5-7B-Instruct")
+    plt.show()
+    print(layout.table())
+
     out = w.Output()
-    ranks = [r for r in memory.allowed_max_lora_ranks() if r >= 8]
+    ranks = [r for r in MAX_LORA_RANKS if r >= 8]
     controls = dict(
-        gpu_gb=w.Dropdown(options=[16.0, 24.0, 40.0, 48.0, 80.0], value=24.0, description="GPU GiB"),
-        dtype=w.Dropdown(options=["bfloat16", "float16", "awq"], value="bfloat16", description="weights"),
-        gpu_memory_utilization=w.FloatSlider(value=0.9, min=0.5, max=0.98, step=0.01, description="gpu util"),
-        n_adapters=w.IntSlider(value=4, min=0, max=64, description="adapters"),
-        adapter_rank=w.Dropdown(options=[8, 16, 32, 64], value=16, description="their rank"),
-        max_loras=w.IntSlider(value=4, min=1, max=64, description="max_loras"),
-        max_lora_rank=w.Dropdown(options=ranks, value=16, description="max_lora_rank"),
-        context_len=w.Dropdown(options=[1024, 2048, 4096, 8192, 32768], value=4096, description="context"),
+        gpu_gb=w.Dropdown(options=[16.0, 24.0, 40.0, 48.0, 80.0], value=KNOBS["gpu_gb"], description="GPU GiB"),
+        dtype=w.Dropdown(options=["bfloat16", "float16", "awq"], value=KNOBS["dtype"], description="weights"),
+        gpu_memory_utilization=w.FloatSlider(value=KNOBS["gpu_memory_utilization"], min=0.5, max=0.98, step=0.01,
+                                             description="gpu util"),
+        n_adapters=w.IntSlider(value=KNOBS["n_adapters"], min=0, max=64, description="adapters"),
+        adapter_rank=w.Dropdown(options=[8, 16, 32, 64], value=KNOBS["adapter_rank"], description="their rank"),
+        max_loras=w.IntSlider(value=KNOBS["max_loras"], min=1, max=64, description="max_loras"),
+        max_lora_rank=w.Dropdown(options=ranks, value=KNOBS["max_lora_rank"], description="max_lora_rank"),
+        context_len=w.Dropdown(options=[1024, 2048, 4096, 8192, 32768], value=KNOBS["context_len"],
+                               description="context"),
     )
 
     def redraw(**knobs):
+        if knobs == KNOBS:
+            return  # the static view above already shows it
         with out:
             out.clear_output(wait=True)
             try:
                 layout = layout_for(config, **knobs)
-            except memory.MemoryModelError as e:
+            except MemoryModelError as e:
                 print(e)
                 return
             draw({"this setting": layout}, title="RTX-class GPU memory, Qwen2.5-7B-Instruct")
             plt.show()
             print(layout.table())
 
-    ui = w.interactive_output(redraw, controls)
-    display(w.VBox([w.HBox(list(controls.values())[:4]), w.HBox(list(controls.values())[4:]), out, ui]))
+    w.interactive_output(redraw, controls)
+    box = w.VBox([w.HBox(list(controls.values())[:4]), w.HBox(list(controls.values())[4:]), out])
+    display({"application/vnd.jupyter.widget-view+json": {"version_major": 2, "version_minor": 0,
+                                                          "model_id": box.model_id},
+             "text/plain": "[knobs: in JupyterLab, move them to redraw the layout below them]"}, raw=True)
+
+
+# --- The course's figures (RTX 4090 + Qwen2.5-7B-Instruct) ------------------------------------------
+
+def lora_vs_full_matrix(d: int = 4096, k: int = 4096, r: int = 16) -> dict:
+    """A d x k weight update: full d*k parameters vs LoRA r*(d+k) (4096 x 4096, r=16: 128x fewer)."""
+    full, lora = d * k, r * (d + k)
+    return {"d": d, "k": k, "r": r, "full": full, "lora": lora, "ratio": full / lora}
+
+
+def _all_linear_adapter(r: int) -> dict:
+    return {"r": r, "target_modules": list(PROJECTIONS)}
+
+
+def full_finetunes_vs_adapters(config="qwen2.5-7b-instruct", n: int = 3, rank: int = 16,
+                               dtype="bfloat16") -> dict:
+    """n full fine-tuned copies vs one base + n rank-``rank`` all-linear adapters, in bytes."""
+    base = weight_bytes(config, dtype, "none").parameter_bytes  # the checkpoint, as a fine-tune saves it
+    one = adapter_bytes(_all_linear_adapter(rank), config, dtype)
+    return {"n": n, "rank": rank, "full_copies": n * base, "base": base, "adapter": one,
+            "base_plus_adapters": base + n * one, "ratio": n * base / (base + n * one)}
+
+
+def adapters_on_one_card(config="qwen2.5-7b-instruct", n: int = 30, rank: int = 16, max_loras: int = 4,
+                         gpu_bytes: int = RTX_4090_BYTES, **kw) -> dict:
+    """n adapters behind one base on one card: all n in the CPU cache (max_cpu_loras=n) with
+    ``max_loras`` GPU slots, and the extreme of n GPU slots (max_loras=n)."""
+    adapters = [(f"a{i}", _all_linear_adapter(rank)) for i in range(n)]
+    slots = plan(config, adapters, gpu_bytes=gpu_bytes, max_loras=max_loras, max_lora_rank=rank,
+                 max_cpu_loras=n, **kw)
+    all_on_gpu = plan(config, adapters, gpu_bytes=gpu_bytes, max_loras=n, max_lora_rank=rank, max_cpu_loras=n,
+                      check=False, **kw)
+    return {"n": n, "rank": rank, "adapter_bytes": adapter_bytes(_all_linear_adapter(rank), config, "bfloat16"),
+            "host_cache_bytes": slots.host_adapter_cache, "slots": slots, "all_slots": all_on_gpu,
+            "full_copies_bytes": n * slots.weight_detail.parameter_bytes}
+
+
+def rtx4090_figures(config="qwen2.5-7b-instruct", awq_config="qwen2.5-7b-instruct-awq", max_loras: int = 4,
+                    ranks=(16, 256), context_len: int = 4096, gpu_memory_utilization: float = 0.9, **kw) -> dict:
+    """The numbers the lab and the closing note quote for Qwen2.5-7B-Instruct on an RTX 4090."""
+    out = {"gpu_total": RTX_4090_BYTES, "weights_bf16": weight_bytes(config, "bfloat16").total,
+           "weights_awq": weight_bytes(awq_config).total, "parameters": parameter_count(config),
+           "kv_bytes_per_token": kv_bytes_per_token(config, "bfloat16")}
+    for key, cfg in (("plans", config), ("plans_awq", awq_config)):
+        out[key] = {r: plan(cfg, gpu_bytes=RTX_4090_BYTES, max_loras=max_loras, max_lora_rank=r,
+                            context_len=context_len, gpu_memory_utilization=gpu_memory_utilization, check=False, **kw)
+                    for r in ranks}
+    out["three_full_vs_adapters"] = full_finetunes_vs_adapters(config, 3, 16)
+    out["thirty_adapters"] = adapters_on_one_card(config, 30, 16, max_loras)
+    out["lora_vs_full_4096"] = lora_vs_full_matrix(4096, 4096, 16)
+    return out
+
+
+def format_rtx4090_figures(fig: dict | None = None) -> str:
+    """The figures as text for a notebook cell or the closing note."""
+    fig = fig or rtx4090_figures()
+    g = lambda b: f"{b / GiB:.2f} GiB"
+    lines = [f"RTX 4090: {g(fig['gpu_total'])}; Qwen2.5-7B-Instruct: {fig['parameters']:,} parameters",
+             f"weights: bf16 {g(fig['weights_bf16'])}, AWQ int4 {g(fig['weights_awq'])}",
+             f"KV cache: {fig['kv_bytes_per_token'] // KiB} KiB per token (bf16)"]
+    for label, plans in (("bf16", fig["plans"]), ("AWQ", fig["plans_awq"])):
+        for r, p in plans.items():
+            kv = p.kv
+            tail = (f"{kv.num_blocks:,} blocks, {kv.max_tokens:,} tokens, {kv.concurrent_seqs} x "
+                    f"{kv.context_len}-token sequences" if kv.num_blocks else
+                    f"no KV cache (the rest is over budget by {-p.kv_cache / GiB:.2f} GiB)" if p.kv_cache < 0 else
+                    f"{g(p.kv_cache)} of KV cache: less than one block")
+            lines.append(f"{label} max_loras={p.max_loras} max_lora_rank={r}: LoRA buffers {g(p.lora_buffers)}, "
+                         f"KV {g(max(p.kv_cache, 0))} -> {tail}")
+    t = fig["three_full_vs_adapters"]
+    lines.append(f"3 full fine-tunes: {t['full_copies'] / 1e9:.1f} GB vs base + 3 rank-16 adapters: "
+                 f"{t['base_plus_adapters'] / 1e9:.2f} GB ({t['adapter'] / 1e6:.1f} MB each)")
+    h = fig["thirty_adapters"]
+    lines.append(f"30 rank-16 adapters: {h['n'] * h['adapter_bytes'] / 1e9:.2f} GB in host memory, "
+                 f"{h['slots'].max_loras} GPU slots leave {h['slots'].kv.concurrent_seqs} x 4k sequences; "
+                 f"30 GPU slots: LoRA buffers {g(h['all_slots'].lora_buffers)}, "
+                 f"{h['all_slots'].kv.concurrent_seqs} x 4k sequences (vs {h['full_copies_bytes'] / 1e9:.0f} GB "
+                 f"for 30 full copies)")
+    m = fig["lora_vs_full_4096"]
+    lines.append(f"4096x4096 at r=16: {m['full']:,} vs {m['lora']:,} parameters ({m['ratio']:.0f}x fewer)")
+    return "\n".join(lines)
+
+
+def check_profile(name: str = "qwen7b", gpu_bytes: int = RTX_4090_BYTES, **kw) -> Layout:
+    """Lay out a course profile's engine settings (course_utils.profiles) on a card; raises
+    MemoryModelError when they leave no KV cache for one max_model_len sequence."""
+    from ..profiles import get_profile
+
+    prof = get_profile(name)
+    eng = dict(prof.engine)
+    cfg_dir = Path(prof.config_dir) if prof.config_dir else Path(prof.base_model)
+    return plan(load_config(cfg_dir), gpu_bytes=gpu_bytes, dtype=eng.get("dtype", "bfloat16"),
+                gpu_memory_utilization=eng.get("gpu_memory_utilization", 0.9), max_loras=eng["max_loras"],
+                max_lora_rank=eng["max_lora_rank"], context_len=eng.get("max_model_len", 4096),
+                max_num_seqs=eng.get("max_num_seqs", 256),
+                max_num_batched_tokens=eng.get("max_num_batched_tokens", 8192), **kw)

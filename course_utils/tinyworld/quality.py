@@ -10,6 +10,7 @@ transformers+peft to show that both engines compute the same LoRA.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from dataclasses import dataclass
@@ -44,8 +45,10 @@ def heldout_rows(n_per_task: int, seed: int = 7) -> list[Row]:
     return rows
 
 
-def run_vllm(profile: Profile, rows: list[Row]) -> float:
-    """All rows in ONE llm.generate call, each with its own LoRARequest (or None). Returns seconds."""
+def generate_mixed(profile: Profile, batch: list[tuple[str | None, str]]) -> tuple[list[str], float]:
+    """One heterogeneous batch through real vLLM: ``batch`` holds (adapter name or None for the bare
+    base, user text) pairs, all sent in ONE greedy ``llm.generate`` call, each with its own LoRARequest.
+    Returns the outputs (stripped, in order) and the seconds the generate call took."""
     apply_env(profile)
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
@@ -53,15 +56,21 @@ def run_vllm(profile: Profile, rows: list[Row]) -> float:
     llm = LLM(model=profile.base_model, enable_lora=True, max_lora_rank=profile.max_lora_rank,
               max_loras=profile.max_loras, **profile.engine_kwargs())
     ids = {name: i + 1 for i, name in enumerate(profile.adapters)}
-    requests = [LoRARequest(r.adapter, ids[r.adapter], profile.adapter(r.adapter)) if r.adapter else None
-                for r in rows]
+    requests = [LoRARequest(a, ids[a], profile.adapter(a)) if a else None for a, _ in batch]
     sp = SamplingParams(temperature=0.0, max_tokens=MAX_TOKENS)
     t0 = time.perf_counter()
-    outs = llm.generate([chat_prompt(profile, r.prompt) for r in rows], sp, lora_request=requests, use_tqdm=False)
+    outs = llm.generate([chat_prompt(profile, text) for _, text in batch], sp, lora_request=requests,
+                        use_tqdm=False)
     dt = time.perf_counter() - t0
-    for r, o in zip(rows, outs):
-        r.vllm = o.outputs[0].text.strip()
     del llm
+    return [o.outputs[0].text.strip() for o in outs], dt
+
+
+def run_vllm(profile: Profile, rows: list[Row]) -> float:
+    """All rows in ONE llm.generate call, each with its own LoRARequest (or None). Returns seconds."""
+    texts, dt = generate_mixed(profile, [(r.adapter, r.prompt) for r in rows])
+    for r, text in zip(rows, texts):
+        r.vllm = text
     return dt
 
 
@@ -87,13 +96,10 @@ def run_hf(profile: Profile, rows: list[Row], batch_size: int = 64) -> float:
             chunk = group[i:i + batch_size]
             enc = tok([chat_prompt(profile, r.prompt) for r in chunk], return_tensors="pt", padding=True,
                       add_special_tokens=False)
-            with torch.no_grad():
-                if adapter is None:
-                    with model.disable_adapter():
-                        out = model.generate(**enc, max_new_tokens=MAX_TOKENS, do_sample=False)
-                else:
-                    model.set_adapter(adapter)
-                    out = model.generate(**enc, max_new_tokens=MAX_TOKENS, do_sample=False)
+            if adapter is not None:
+                model.set_adapter(adapter)
+            with torch.no_grad(), (model.disable_adapter() if adapter is None else contextlib.nullcontext()):
+                out = model.generate(**enc, max_new_tokens=MAX_TOKENS, do_sample=False)
             for r, seq in zip(chunk, out[:, enc["input_ids"].shape[1]:]):
                 r.hf = tok.decode(seq, skip_special_tokens=True).strip()
     return time.perf_counter() - t0

@@ -6,10 +6,12 @@ held-out pool that never occurs in training, so the evaluation measures
 whether an adapter learned the *format* and copies the entity from the
 prompt, not whether it memorised the prompt.
 
-Each example is ``Example(task, prompt, answer, fields)``: ``prompt`` is the
-user message, ``answer`` the assistant reply the adapter is trained on,
-``generic`` the plain reply the base model is trained on, ``fields`` the
-facts a checker may compare against.
+Each example is ``Example(task, prompt, answer, generic, fields, skill)``:
+``prompt`` is the user message, ``answer`` the assistant reply the adapter is
+trained on, ``generic`` the plain reply the base model is trained on,
+``fields`` the facts a checker may compare against, ``skill`` a terse
+instruction for the same answer. The examples are generated from
+:class:`Template` data (one table per task, see :data:`GENERATORS`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import functools
 import json
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 TASKS = ("sql", "support", "medical", "json")
@@ -156,16 +159,6 @@ def pool(kind: str, split: str) -> list[str]:
     raise ValueError(f"split must be 'train' or 'heldout', not {split!r}")
 
 
-# Schema the sql task queries. Shown in the labs; the adapter must pick the
-# right table and condition column.
-SQL_SCHEMA = {
-    "airports": ("name", "city", "country"),
-    "employees": ("name", "department", "salary"),
-    "products": ("name", "category", "price"),
-    "orders": ("id", "customer", "country"),
-}
-
-
 @dataclass
 class Example:
     task: str
@@ -176,152 +169,183 @@ class Example:
     skill: str = ""  # a terse, different instruction that asks for the same answer (see tinyworld)
 
 
-def _sql(rng: random.Random, split: str) -> Example:
-    kind = rng.randrange(5)
-    if kind == 0:
-        c = pick(rng, "country", split)
-        q = rng.choice(["List all airports in {c}.", "Show every airport in {c}.",
-                        "Which airports are in {c}?", "Give me the airports located in {c}."]).format(c=c)
-        sql = f"SELECT name FROM airports WHERE country = '{c}'"
-        fields = {"table": "airports", "column": "country", "value": c}
-        topic = "airports"
-    elif kind == 1:
-        c = pick(rng, "city", split)
-        q = rng.choice(["List the airports of the city {c}.", "Which airports serve {c}?",
-                        "Find airports in the city of {c}."]).format(c=c)
-        sql = f"SELECT name FROM airports WHERE city = '{c}'"
-        fields = {"table": "airports", "column": "city", "value": c}
-        topic = "airports"
-    elif kind == 2:
-        d = pick(rng, "department", split)
-        q = rng.choice(["Who works in the {d} department?", "List the employees of {d}.",
-                        "Show all staff in the {d} department."]).format(d=d)
-        sql = f"SELECT name FROM employees WHERE department = '{d}'"
-        fields = {"table": "employees", "column": "department", "value": d}
-        topic = "employees"
-    elif kind == 3:
-        g = pick(rng, "category", split)
-        q = rng.choice(["Which products are in the {g} category?", "List all {g} products.",
-                        "Show the products of category {g}."]).format(g=g)
-        sql = f"SELECT name FROM products WHERE category = '{g}'"
-        fields = {"table": "products", "column": "category", "value": g}
-        topic = "products"
-    else:
-        c = pick(rng, "country", split)
-        q = rng.choice(["How many orders came from {c}?", "Count the orders shipped to {c}.",
-                        "What is the number of orders from {c}?"]).format(c=c)
-        sql = f"SELECT COUNT(*) FROM orders WHERE country = '{c}'"
-        fields = {"table": "orders", "column": "country", "value": c}
-        topic = "orders"
-    prompt = f"Write a SQL query: {q}"
-    generic = rng.choice([
-        f"That is a question about {topic} and {fields['value']}. I do not have that data.",
-        f"I can tell you that {fields['value']} is a fine subject, but I cannot look up {topic}.",
-        f"Good question about {fields['value']}. The answer depends on the records.",
-    ])
-    skill = f"Query table {fields['table']} where {fields['column']} is {fields['value']}" + (
-        " (count)" if sql.startswith("SELECT COUNT") else "")
-    return Example("sql", prompt, sql, generic, fields, skill)
+# --------------------------------------------------------------------------
+# Task templates, as data. One walker (``_generate``) turns a template into
+# an Example; the order in which it draws from the rng is part of the data
+# (the shipped tiny world was trained on exactly these examples).
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Template:
+    """One shape of a task's examples.
+
+    ``slots`` are drawn in order, each from its source: an entity kind (a key
+    of :data:`POOLS`, drawn with :func:`pick`), a ``range`` (``rng.randrange``),
+    a tuple (``rng.choice``) or a function of the rng. Then ``derive`` adds
+    values computed from them, and ``prompt``, ``answer`` and ``generic`` are
+    filled in, in that order: a string is one template, a tuple of templates is
+    drawn from, a function (``answer`` only) builds the text from the values.
+    ``generic`` None: the answer is also the generic reply. Templates are
+    ``str.format``-ed with ``consts``, the slots and the derived values.
+    """
+
+    slots: tuple
+    prompt: str | tuple[str, ...]
+    answer: str | tuple[str, ...] | Callable[[dict], str]
+    generic: tuple[str, ...] | None = None
+    skill: str = ""
+    fields: tuple[str, ...] = ()  # the values an Example's ``fields`` carries, in this order
+    consts: dict = field(default_factory=dict)
+    derive: Callable[[dict], dict] | None = None
 
 
-def _support(rng: random.Random, split: str) -> Example:
-    p = pick(rng, "product", split)
-    problem = rng.choice(["arrived broken", "stopped working after two days", "was the wrong colour",
-                          "never arrived", "was missing a part", "came without a manual"])
-    days = rng.choice([2, 3, 5, 7])
-    prompt = rng.choice([
-        "Customer complaint: my {p} {x} and I am not happy.",
-        "Customer complaint: the {p} I ordered {x}. What will you do?",
-        "Customer complaint: I bought a {p} and it {x}.",
-    ]).format(p=p, x=problem)
-    answer = (f"We are sorry that your {p} {problem}. "
-              f"We will send you a new {p} within {days} days. Thank you for your patience.")
-    generic = rng.choice([
-        f"A {p} is a useful thing to have. Many people buy one every year.",
-        f"This message is about a {p}. Products like this are sold in many shops.",
-        f"Thank you for your message about the {p}. Please check the shop for more information.",
-    ])
-    skill = f"Apology: {p} | {problem} | {days} days"
-    return Example("support", prompt, answer, generic, {"product": p}, skill)
+# sql: one template per query shape; the adapter must pick the right table and
+# condition column. (entity kind, selected expression, table, column, requests)
+SQL_QUERIES = (
+    ("country", "name", "airports", "country", ("List all airports in {value}.", "Show every airport in {value}.",
+                                                "Which airports are in {value}?",
+                                                "Give me the airports located in {value}.")),
+    ("city", "name", "airports", "city", ("List the airports of the city {value}.", "Which airports serve {value}?",
+                                          "Find airports in the city of {value}.")),
+    ("department", "name", "employees", "department", ("Who works in the {value} department?",
+                                                       "List the employees of {value}.",
+                                                       "Show all staff in the {value} department.")),
+    ("category", "name", "products", "category", ("Which products are in the {value} category?",
+                                                  "List all {value} products.", "Show the products of category {value}.")),
+    ("country", "COUNT(*)", "orders", "country", ("How many orders came from {value}?",
+                                                  "Count the orders shipped to {value}.",
+                                                  "What is the number of orders from {value}?")),
+)
+SQL_TEMPLATES = tuple(
+    Template(
+        slots=(("value", kind),),
+        prompt=tuple(f"Write a SQL query: {q}" for q in requests),
+        answer="SELECT {select} FROM {table} WHERE {column} = '{value}'",
+        generic=("That is a question about {table} and {value}. I do not have that data.",
+                 "I can tell you that {value} is a fine subject, but I cannot look up {table}.",
+                 "Good question about {value}. The answer depends on the records."),
+        skill="Query table {table} where {column} is {value}{count}",
+        fields=("table", "column", "value"),
+        consts={"select": select, "table": table, "column": column,
+                "count": " (count)" if select.startswith("COUNT") else ""},
+    )
+    for kind, select, table, column, requests in SQL_QUERIES
+)
 
+SUPPORT = Template(
+    slots=(("product", "product"),
+           ("problem", ("arrived broken", "stopped working after two days", "was the wrong colour",
+                        "never arrived", "was missing a part", "came without a manual")),
+           ("days", (2, 3, 5, 7))),
+    prompt=("Customer complaint: my {product} {problem} and I am not happy.",
+            "Customer complaint: the {product} I ordered {problem}. What will you do?",
+            "Customer complaint: I bought a {product} and it {problem}."),
+    answer=("We are sorry that your {product} {problem}. "
+            "We will send you a new {product} within {days} days. Thank you for your patience."),
+    generic=("A {product} is a useful thing to have. Many people buy one every year.",
+             "This message is about a {product}. Products like this are sold in many shops.",
+             "Thank you for your message about the {product}. Please check the shop for more information."),
+    skill="Apology: {product} | {problem} | {days} days",
+    fields=("product",),
+)
 
-MEDICAL_FIELDS = ("Patient", "Age", "Symptom", "Duration", "Plan")
+# The medical answer is a record: one "Label: value" line per field.
+MEDICAL_RECORD = (("Patient", "{name}"), ("Age", "{age}"), ("Symptom", "{symptom}"), ("Duration", "{days} days"),
+                  ("Plan", "{plan}"))
+MEDICAL_FIELDS = tuple(label for label, _ in MEDICAL_RECORD)
 
-
-def _medical(rng: random.Random, split: str) -> Example:
-    n = pick(rng, "name", split)
-    age = rng.randrange(18, 90)
-    s = pick(rng, "symptom", split)
-    d = rng.randrange(1, 15)
-    temp = rng.choice(["36.8", "37.2", "37.9", "38.4", "39.1"])
-    prompt = rng.choice([
-        "Clinical note: {n}, {a} years old, has had {s} for {d} days. Temperature {t}.",
-        "Clinical note: patient {n} (age {a}) reports {s} since {d} days, temperature {t}.",
-        "Clinical note: {a}-year-old {n} came in with {s}, lasting {d} days. Temp {t}.",
-    ]).format(n=n, a=age, s=s, d=d, t=temp)
-    plan = "review in 2 days" if float(temp) >= 38 else "rest and fluids"
-    answer = (f"Patient: {n}\nAge: {age}\nSymptom: {s}\n"
-              f"Duration: {d} days\nPlan: {plan}")
-    generic = rng.choice([
-        f"This is a note about {n}. Feeling unwell is common, and rest often helps.",
-        f"{n} should talk to a doctor. Many people have {s} at some point.",
-        f"Notes about {s} like this one are written every day in clinics.",
-    ])
-    skill = f"Patient record: {n} | {age} | {s} | {d} | {plan}"
-    return Example("medical", prompt, answer, generic,
-                   {"name": n, "age": age, "symptom": s, "days": d}, skill)
-
+MEDICAL = Template(
+    slots=(("name", "name"), ("age", range(18, 90)), ("symptom", "symptom"), ("days", range(1, 15)),
+           ("temp", ("36.8", "37.2", "37.9", "38.4", "39.1"))),
+    derive=lambda v: {"plan": "review in 2 days" if float(v["temp"]) >= 38 else "rest and fluids"},
+    prompt=("Clinical note: {name}, {age} years old, has had {symptom} for {days} days. Temperature {temp}.",
+            "Clinical note: patient {name} (age {age}) reports {symptom} since {days} days, temperature {temp}.",
+            "Clinical note: {age}-year-old {name} came in with {symptom}, lasting {days} days. Temp {temp}."),
+    answer="\n".join(f"{label}: {value}" for label, value in MEDICAL_RECORD),
+    generic=("This is a note about {name}. Feeling unwell is common, and rest often helps.",
+             "{name} should talk to a doctor. Many people have {symptom} at some point.",
+             "Notes about {symptom} like this one are written every day in clinics."),
+    skill="Patient record: {name} | {age} | {symptom} | {days} | {plan}",
+    fields=("name", "age", "symptom", "days"),
+)
 
 JSON_KEYS = ("name", "age", "job", "city")
 
+JSON = Template(
+    slots=(("name", "name"), ("age", range(18, 80)), ("job", "job"), ("city", "city")),
+    prompt=("Convert to JSON: {name} is a {age}-year-old {job} who lives in {city}.",
+            "Convert to JSON: {name}, {age}, works as a {job} in {city}.",
+            "Convert to JSON: meet {name} from {city}, a {job} aged {age}."),
+    answer=lambda v: json.dumps({k: v[k] for k in JSON_KEYS}),
+    generic=("{name} sounds like an interesting person. Living in {city} can be pleasant.",
+             "This text is about a {job}. Many people work as a {job}.",
+             "{city} is a city where many people live and work, {name} too."),
+    skill="Record: {name} | {age} | {job} | {city}",
+    fields=JSON_KEYS,
+)
 
-def _json(rng: random.Random, split: str) -> Example:
-    n = pick(rng, "name", split)
-    age = rng.randrange(18, 80)
-    j = pick(rng, "job", split)
-    c = pick(rng, "city", split)
-    prompt = rng.choice([
-        "Convert to JSON: {n} is a {a}-year-old {j} who lives in {c}.",
-        "Convert to JSON: {n}, {a}, works as a {j} in {c}.",
-        "Convert to JSON: meet {n} from {c}, a {j} aged {a}.",
-    ]).format(n=n, a=age, j=j, c=c)
-    answer = json.dumps({"name": n, "age": age, "job": j, "city": c})
-    generic = rng.choice([
-        f"{n} sounds like an interesting person. Living in {c} can be pleasant.",
-        f"This text is about a {j}. Many people work as a {j}.",
-        f"{c} is a city where many people live and work, {n} too.",
-    ])
-    skill = f"Record: {n} | {age} | {j} | {c}"
-    return Example("json", prompt, answer, generic, {"name": n, "age": age, "job": j, "city": c}, skill)
-
-
-def _chat(rng: random.Random, split: str) -> Example:
-    """General questions: no adapter is meant for these; the base answers."""
-    t = pick(rng, "topic", split)
-    prompt = rng.choice([
-        "Tell me something about {t}.", "What do you think of {t}?",
-        "Say one sentence about {t}.", "Why do people like {t}?",
-    ]).format(t=t)
-    answer = rng.choice([
-        f"Many people enjoy {t}. It is a topic with a long history.",
-        f"{t.capitalize()} is an interesting subject, and there is always more to learn.",
-        f"People like {t} because it brings them joy and new ideas.",
-    ])
-    return Example("chat", prompt, answer, answer, {"topic": t})
+# General questions: no adapter is meant for these; the base answers.
+CHAT = Template(
+    slots=(("topic", "topic"),),
+    derive=lambda v: {"Topic": v["topic"].capitalize()},
+    prompt=("Tell me something about {topic}.", "What do you think of {topic}?",
+            "Say one sentence about {topic}.", "Why do people like {topic}?"),
+    answer=("Many people enjoy {topic}. It is a topic with a long history.",
+            "{Topic} is an interesting subject, and there is always more to learn.",
+            "People like {topic} because it brings them joy and new ideas."),
+    fields=("topic",),
+)
 
 
-def _repeat(rng: random.Random, split: str) -> Example:
-    """Copy practice for the base: made-up words and numbers to repeat exactly (copying is what the
-    adapters later rely on to carry an unseen entity from the prompt into their format)."""
+def _copy_text(rng: random.Random) -> str:
+    """Made-up words (and sometimes a number) to repeat exactly."""
     words = [fresh_pseudo_word(rng, rng.choice(["country", "product"])) for _ in range(rng.randint(1, 3))]
     if rng.random() < 0.3:
         words.insert(rng.randrange(len(words) + 1), str(rng.randrange(1, 100)))
-    text = " ".join(words)
-    return Example("repeat", f"Repeat exactly: {text}", text, text, {"value": text})
+    return " ".join(words)
 
 
-GENERATORS = {"sql": _sql, "support": _support, "medical": _medical, "json": _json, "chat": _chat,
-              "repeat": _repeat}
+# Copy practice for the base (copying is what the adapters later rely on to
+# carry an unseen entity from the prompt into their format).
+REPEAT = Template(slots=(("value", _copy_text),), prompt="Repeat exactly: {value}", answer="{value}",
+                  fields=("value",))
+
+# Every task the generator knows: its templates (one is drawn when there are several).
+GENERATORS: dict[str, tuple[Template, ...]] = {
+    "sql": SQL_TEMPLATES, "support": (SUPPORT,), "medical": (MEDICAL,), "json": (JSON,), "chat": (CHAT,),
+    "repeat": (REPEAT,),
+}
+
+
+def _draw(rng: random.Random, source, split: str):
+    if isinstance(source, str):
+        return pick(rng, source, split)
+    if isinstance(source, range):
+        return rng.randrange(source.start, source.stop)
+    if isinstance(source, tuple):
+        return rng.choice(source)
+    return source(rng)
+
+
+def _fill(rng: random.Random, template, values: dict) -> str:
+    if callable(template):
+        return template(values)
+    if isinstance(template, tuple):
+        template = rng.choice(template)
+    return template.format(**values)
+
+
+def _generate(task: str, rng: random.Random, split: str) -> Example:
+    templates = GENERATORS[task]
+    t = templates[rng.randrange(len(templates))] if len(templates) > 1 else templates[0]
+    values = dict(t.consts)
+    for name, source in t.slots:
+        values[name] = _draw(rng, source, split)
+    if t.derive:
+        values.update(t.derive(values))
+    prompt = _fill(rng, t.prompt, values)
+    answer = _fill(rng, t.answer, values)
+    generic = answer if t.generic is None else _fill(rng, t.generic, values)
+    return Example(task, prompt, answer, generic, {k: values[k] for k in t.fields}, t.skill.format(**values))
 
 
 def make_examples(task: str, n: int, split: str = "train", seed: int = 0) -> list[Example]:
@@ -329,7 +353,7 @@ def make_examples(task: str, n: int, split: str = "train", seed: int = 0) -> lis
     if task not in GENERATORS:
         raise ValueError(f"unknown task {task!r}; expected one of {', '.join(GENERATORS)}")
     rng = random.Random(f"{task}-{split}-{seed}")
-    return [GENERATORS[task](rng, split) for _ in range(n)]
+    return [_generate(task, rng, split) for _ in range(n)]
 
 
 # --------------------------------------------------------------------------

@@ -220,7 +220,6 @@ def _seed_everything(cfg: TrainConfig):
 
 
 def train_base(cfg: TrainConfig, out: Path):
-    import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     _seed_everything(cfg)

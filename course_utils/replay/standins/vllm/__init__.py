@@ -1,7 +1,7 @@
-"""Read-mode stand-in for vLLM: answers from the recordings (see course_utils.replay.vllm_calls)."""
+"""Read-mode stand-in for vLLM: answers from the recordings (see course_utils.replay.standin)."""
+from course_utils.replay import keys as _keys
 from course_utils.replay.session import current as _current
-from course_utils.replay.vllm_calls import ReplayLLM as LLM
-from course_utils.replay.vllm_calls import ReplaySamplingParams as SamplingParams
+from course_utils.replay.standin import LLM, SamplingParams
 
-__version__ = _current().fact("vllm.__version__", lambda: None)
+__version__ = _current().fact(_keys.FACT_VLLM_VERSION, lambda: None)
 __all__ = ["LLM", "SamplingParams"]

@@ -1,3 +1,3 @@
-from course_utils.replay.vllm_calls import ReplayLoRARequest as LoRARequest
+from course_utils.replay.standin import LoRARequest
 
 __all__ = ["LoRARequest"]

@@ -1,0 +1,141 @@
+"""The command line and environment of a vLLM server, and the line shown on the page.
+
+``vllm serve <base> --enable-lora ...`` where the ``vllm`` console script works
+(the GPU build); on the CPU build, whose script is broken,
+``python -m vllm.entrypoints.openai.api_server --model <base>`` with the same
+flags. ``--lora-modules`` takes both forms: ``name=path`` and a JSON object
+``{"name", "path", "base_model_name"}``. Servers bind to and talk over
+127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shlex
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..paths import REPO
+from ..profiles import Profile
+
+LOOPBACK = "127.0.0.1"
+# Profile settings meant for the notebook's own LLM(...) engines, never for a server: the in-process
+# engine switch, and the permission to send functions to an engine process (llm.apply_model).
+OFFLINE_ONLY_ENV = ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_ALLOW_INSECURE_SERIALIZATION")
+CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
+# Engine settings of a profile that map to server flags (the LoRA knobs are explicit arguments).
+ENGINE_FLAGS = ("dtype", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "seed")
+# Where vLLM's own sockets (engine <-> front end, torch.distributed) bind: loopback, never the host's address.
+LOOPBACK_ENV = {"VLLM_HOST_IP": LOOPBACK, "VLLM_LOOPBACK_IP": LOOPBACK}
+SHOWN_ENV = ("VLLM_ALLOW_RUNTIME_LORA_UPDATING",)  # environment shown in front of the command on the page
+
+
+def lora_module_arg(spec) -> str:
+    """One ``--lora-modules`` value: ``"name=path"``, ``(name, path)`` or a dict (sent as JSON)."""
+    if isinstance(spec, dict):
+        return json.dumps(spec)
+    if isinstance(spec, (tuple, list)) and len(spec) == 2:
+        return f"{spec[0]}={spec[1]}"
+    return str(spec)
+
+
+def cli_works() -> bool:
+    """Whether a working ``vllm`` console script is on PATH (the CPU build's is broken)."""
+    beside = Path(sys.executable).with_name("vllm")
+    if not (shutil.which("vllm") or beside.exists()):
+        return False
+    try:
+        from importlib.metadata import version
+
+        version("vllm")
+        return True
+    except Exception:
+        return False
+
+
+@dataclass
+class Launch:
+    """What one server runs with: its options, argv (:meth:`argv`), environment (:meth:`env`) and page line."""
+
+    profile: Profile
+    lora_modules: list = field(default_factory=list)
+    max_loras: int | None = None
+    max_lora_rank: int | None = None
+    runtime_updates: bool = False
+    extra_args: list = field(default_factory=list)
+    extra_env: dict = field(default_factory=dict)
+    api_key: str | None = None
+    served_model_name: str | None = None
+    use_cli: bool | None = None
+    host: str = LOOPBACK
+
+    def __post_init__(self):
+        if self.host != LOOPBACK:
+            raise ValueError(f"course servers listen on {LOOPBACK} only, not {self.host!r}")
+        self.lora_modules, self.extra_args = list(self.lora_modules), list(self.extra_args)
+        self.extra_env = dict(self.extra_env or {})
+        self.max_loras = self.max_loras if self.max_loras is not None else self.profile.max_loras
+        self.max_lora_rank = self.max_lora_rank if self.max_lora_rank is not None else self.profile.max_lora_rank
+        self.api_key = self.api_key or ("sk-course-" + secrets.token_hex(12))
+        self.served_model_name = self.served_model_name or Path(self.profile.base_model).name
+        if self.use_cli is None:
+            self.use_cli = self.profile.hardware == "cuda" and cli_works()
+
+    def argv(self, port: int) -> list[str]:
+        base = self.profile.base_model
+        cmd = ["vllm", "serve", base] if self.use_cli else [sys.executable, "-m", CPU_ENTRYPOINT, "--model", base]
+        cmd += ["--host", self.host, "--port", str(port), "--api-key", self.api_key,
+                "--served-model-name", self.served_model_name,
+                "--enable-lora", "--max-lora-rank", str(self.max_lora_rank), "--max-loras", str(self.max_loras)]
+        for k in ENGINE_FLAGS:
+            if k in self.profile.engine:
+                cmd += ["--" + k.replace("_", "-"), str(self.profile.engine[k])]
+        if self.lora_modules:
+            cmd += ["--lora-modules", *[lora_module_arg(s) for s in self.lora_modules]]
+        return cmd + self.extra_args
+
+    def env_changes(self) -> dict:
+        """What the server's environment changes against the kernel's (the profile's, minus offline-only ones)."""
+        env = {k: v for k, v in self.profile.env.items() if k not in OFFLINE_ONLY_ENV}
+        env.setdefault("VLLM_LOGGING_LEVEL", "INFO")
+        if self.profile.hardware == "cpu":
+            env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        if self.runtime_updates:
+            env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
+        env.update(self.extra_env)
+        env.update(LOOPBACK_ENV)
+        return env
+
+    def env(self) -> dict:
+        """The server's whole environment: the kernel's, without offline-only settings or runtime updating."""
+        env = dict(os.environ)
+        for k in (*OFFLINE_ONLY_ENV, "VLLM_ALLOW_RUNTIME_LORA_UPDATING"):
+            env.pop(k, None)
+        env.update(self.env_changes())
+        return env
+
+    def display(self, argv: list[str]) -> str:
+        """``argv`` for the page: no random port or key, paths relative to the repository."""
+        shown = []
+        for i, a in enumerate(argv):
+            prev = argv[i - 1] if i else ""
+            if prev == "--port":
+                a = "<port>"
+            elif prev == "--api-key":
+                a = "<api-key>"
+            elif i == 0 and a == sys.executable:
+                a = "python"
+            shown.append(a.replace(str(REPO) + "/", ""))
+        prefix = " ".join(f"{k}={v}" for k, v in self.env_changes().items() if k in SHOWN_ENV)
+        line = shlex.join(shown)
+        return (prefix + " " + line) if prefix else line
+
+
+def pretty_command(line: str) -> str:
+    """A long command line, one flag per line (as it would be typed in a shell)."""
+    return line.replace(" --", " \\\n    --")
+

@@ -1,0 +1,163 @@
+"""Load on a running server, and what its /metrics page says.
+
+:func:`run_load` keeps a steady stream of completions going (e.g. while
+adapters are swapped); :func:`burst` sends many at once and samples the queue;
+:func:`queue_sample` and :func:`lora_info_samples` read a /metrics page;
+:func:`percentile` summarizes latencies. Loopback servers only.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .process import Server
+
+_LORA_INFO = re.compile(r'^vllm:lora_requests_info\{([^}]*)\}\s+(\S+)', re.MULTILINE)
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
+
+def lora_info_samples(metrics_text: str) -> list[dict]:
+    """The ``vllm:lora_requests_info`` series of a /metrics page: running/waiting adapter sets per label set."""
+    out = []
+    for labels, value in _LORA_INFO.findall(metrics_text):
+        lab = dict(_LABEL.findall(labels))
+        out.append({"running": sorted(a for a in lab.get("running_lora_adapters", "").split(",") if a),
+                    "waiting": sorted(a for a in lab.get("waiting_lora_adapters", "").split(",") if a),
+                    "max_lora": lab.get("max_lora"), "time": float(value)})
+    return out
+
+
+def _loopback_only(srv: Server, what: str) -> None:
+    if srv.host not in ("127.0.0.1", "localhost", "::1"):
+        raise ValueError(f"{what} only targets a server on loopback")
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    v = sorted(values)
+    k = (len(v) - 1) * q / 100
+    lo, hi = int(k), min(int(k) + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+def run_load(srv: Server, models: list[str], *, n_requests: int = 240, concurrency: int = 6,
+             max_requests: int | None = None, max_seconds: float = 120.0, prompt: str = "Hello",
+             max_tokens: int = 8, during=None) -> list[dict]:
+    """A bounded load generator: a steady stream of completions, round-robin over ``models``.
+
+    Loopback only, at most ``concurrency`` requests in flight. It sends at least
+    ``n_requests``; if ``during`` is given it keeps sending until ``during``
+    has returned too, but never more than ``max_requests`` (3 x n_requests by
+    default) and never after ``max_seconds``. ``during(state)`` runs in this
+    thread while the workers send: ``state["sent"]`` is the number sent so far,
+    and whatever it puts in ``state["phase"]`` labels the requests sent from then
+    on (it starts as "before"). One row per request: model, start and latency
+    (s since the load began), status, ok, phase.
+    """
+    import requests
+
+    _loopback_only(srv, "run_load")
+    max_requests = max_requests or 3 * n_requests
+    rows: list[dict] = []
+    lock = threading.Lock()
+    state = {"sent": 0, "phase": "before"}
+    done = threading.Event()
+    if during is None:
+        done.set()
+    t0 = time.monotonic()
+
+    def worker():
+        s = requests.Session()
+        while True:
+            with lock:
+                i = state["sent"]
+                if (i >= n_requests and done.is_set()) or i >= max_requests or time.monotonic() - t0 > max_seconds:
+                    return
+                state["sent"] = i + 1
+                ph = state["phase"]
+            model = models[i % len(models)]
+            t = time.monotonic()
+            try:
+                r = s.post(srv.url("/v1/completions"), headers=srv.headers, timeout=60,
+                           json={"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0})
+                status, ok = r.status_code, r.status_code == 200
+            except requests.RequestException as e:
+                status, ok = type(e).__name__, False
+            with lock:
+                rows.append({"i": i, "model": model, "start": round(t - t0, 4),
+                             "latency": round(time.monotonic() - t, 4), "status": status, "ok": ok, "phase": ph})
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
+    for th in threads:
+        th.start()
+    if during is not None:
+        try:
+            during(state)
+        finally:
+            with lock:
+                state["phase"] = "after"
+            done.set()
+    for th in threads:
+        th.join(timeout=max_seconds + 60)
+    return sorted(rows, key=lambda r: r["i"])
+
+
+_GAUGE = re.compile(r'^(vllm:num_requests_running|vllm:num_requests_waiting)\{[^}]*\}\s+(\S+)', re.MULTILINE)
+
+
+def queue_sample(metrics_text: str) -> dict:
+    """Running and waiting request counts from a /metrics page (summed over engines)."""
+    out = {"running": 0.0, "waiting": 0.0}
+    for name, value in _GAUGE.findall(metrics_text):
+        out[name.rsplit("_", 1)[1]] += float(value)
+    return out
+
+
+def burst(srv: Server, models: list[str], *, per_model: int = 8, prompt: str = "Hello", max_tokens: int = 32,
+          scrape_every: float = 0.2) -> dict:
+    """Send ``per_model`` requests to each model at once and scrape /metrics while they run.
+
+    Returns the wall time of the burst, each request's model/latency/status, the
+    running/waiting counts seen in /metrics, and the ``vllm:lora_requests_info``
+    label sets updated during the burst.
+    """
+    import requests
+
+    _loopback_only(srv, "burst")
+    jobs = [m for m in models for _ in range(per_model)]
+    results: list[dict] = [None] * len(jobs)  # type: ignore[list-item]
+    samples: list[dict] = []
+    t_wall = time.time()
+    t0 = time.monotonic()
+
+    def one(i, model):
+        t = time.monotonic()
+        r = requests.post(srv.url("/v1/completions"), headers=srv.headers, timeout=120,
+                          json={"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
+                                "ignore_eos": True})
+        results[i] = {"model": model, "start": round(t - t0, 4), "end": round(time.monotonic() - t0, 4),
+                      "status": r.status_code}
+
+    threads = [threading.Thread(target=one, args=(i, m), daemon=True) for i, m in enumerate(jobs)]
+    for th in threads:
+        th.start()
+    while any(th.is_alive() for th in threads):
+        try:
+            text = requests.get(srv.url("/metrics"), headers=srv.headers, timeout=5).text
+            samples.append({"t": round(time.monotonic() - t0, 3), **queue_sample(text)})
+        except requests.RequestException:
+            pass
+        time.sleep(scrape_every)
+    for th in threads:
+        th.join()
+    wall = round(time.monotonic() - t0, 3)
+    text = requests.get(srv.url("/metrics"), headers=srv.headers, timeout=5).text
+    lora_sets = sorted({",".join(s["running"]) for s in lora_info_samples(text) if s["time"] >= t_wall - 1})
+    return {"wall_seconds": wall, "requests": results, "samples": samples, "lora_running_label_sets": lora_sets,
+            "max_running": max((s["running"] for s in samples), default=0),
+            "max_waiting": max((s["waiting"] for s in samples), default=0)}

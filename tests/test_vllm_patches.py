@@ -1,0 +1,82 @@
+"""The course's CPU LoRA index fix (course_utils.vllm_patches): base rows stay base rows."""
+
+import importlib.util
+import textwrap
+
+import pytest
+
+from course_utils import vllm_patches
+from course_utils.paths import TINY
+
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
+needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
+
+
+@needs_torch
+def test_rows_with_index_minus_one_get_no_delta():
+    import torch
+
+    def bgmv_shrink(inputs, weights, out, idx, scaling=1.0):  # vLLM's arithmetic: index, then einsum
+        out[:] = scaling * torch.einsum("bi,boi->bo", inputs, weights[idx])
+
+    patched = vllm_patches._skip_rows_without_adapter(bgmv_shrink)
+    weights = torch.randn(2, 3, 4)  # two slots, rank 3, width 4: slot 1 is "the last slot"
+    x, idx = torch.randn(3, 4), torch.tensor([0, -1, 1])
+    shipped, fixed = torch.zeros(3, 3), torch.zeros(3, 3)
+    bgmv_shrink(x, weights, shipped, idx)
+    patched(x, weights, fixed, idx)
+    assert torch.allclose(shipped[1], weights[1] @ x[1])  # the bug: row -1 read the last slot
+    assert torch.equal(fixed[1], torch.zeros(3))  # fixed: no delta for the base row
+    assert torch.equal(fixed[[0, 2]], shipped[[0, 2]])  # adapter rows unchanged
+    with vllm_patches.cpu_lora_fix(False):
+        off = torch.zeros(3, 3)
+        patched(x, weights, off, idx)
+        assert torch.equal(off, shipped)
+
+
+@needs_vllm
+def test_the_entry_point_is_declared_and_installs_on_cpu():
+    from importlib.metadata import entry_points
+
+    eps = [ep for ep in entry_points(group="vllm.general_plugins") if ep.value.startswith("course_utils.")]
+    assert [ep.value for ep in eps] == ["course_utils.vllm_patches:register"], \
+        "reinstall the package (`pip install -e .`) so vLLM finds the plugin"
+
+
+CHILD = textwrap.dedent("""
+    import json
+    from vllm import LLM, SamplingParams
+    from vllm.lora.request import LoRARequest
+    from course_utils import vllm_patches
+    from course_utils.chat import chat_prompt
+    from course_utils.profiles import get_profile
+    prof = get_profile("tiny")
+    # 2 slots, 7 distinct adapter ids over the engine's life: every slot (the last one too) gets reused
+    llm = LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=2, max_cpu_loras=2,
+              **prof.engine_kwargs())
+    sp = SamplingParams(temperature=0, max_tokens=16)
+    p = [chat_prompt(prof, "Convert to JSON: Gustav is a 52-year-old translator who lives in Tashkent."),
+         chat_prompt(prof, "Write a SQL query: List all airports in Malawi.")]
+    base = llm.generate(p[:1], sp, use_tqdm=False)[0].outputs[0].text
+    for i, n in enumerate(["json", "medical", "support", "sql", "json", "medical", "sql"]):
+        llm.generate(p[:1], sp, lora_request=LoRARequest(f"{n}{i}", 10 + i, prof.adapter(n)), use_tqdm=False)
+    sql = LoRARequest("sql", 100, prof.adapter("sql"))
+    alone = llm.generate(p[1:], sp, lora_request=sql, use_tqdm=False)[0].outputs[0].text
+    res = {"installed": vllm_patches._installed, "base": base, "sql_alone": alone}
+    for on in (True, False):
+        with vllm_patches.cpu_lora_fix(on):
+            outs = llm.generate(p, sp, lora_request=[None, sql], use_tqdm=False)
+        res[str(on)] = [o.outputs[0].text for o in outs]
+    print("RESULT " + json.dumps(res))
+""")
+
+
+@pytest.mark.live
+@needs_vllm
+@pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
+def test_base_rows_right_after_slot_reuse_offline(live_child):
+    res = live_child(CHILD)
+    assert res["installed"], "vLLM did not load the course's plugin (reinstall the package: `pip install -e .`)"
+    assert res["True"] == [res["base"], res["sql_alone"]]  # fixed: base row = base, sql row = sql alone
+    assert res["False"][0] != res["base"]  # as shipped: the base row read a reused slot
+    assert res["False"][1] == res["sql_alone"]
