@@ -11,9 +11,11 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import logging
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 from .replay import keys, session as record
@@ -49,6 +51,17 @@ def _use_replay_vllm() -> None:
         sys.path.insert(0, str(REPLAY_SITE))
 
 
+def quiet_libraries() -> None:
+    """Keep library notices that teach nothing out of the labs' outputs (set before vLLM is imported).
+
+    vLLM logs a "Triton is installed, but doesn't include CPU backend" warning before its own logging
+    is configured (so VLLM_LOGGING_LEVEL does not reach it), and its Triton dispatcher touches the
+    deprecated ``torch.distributed.reduce_op``, which warns once per process.
+    """
+    logging.getLogger("vllm").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore", category=FutureWarning, message=r".*torch\.distributed\.reduce_op")
+
+
 def banner(profile: Profile, session: record.Session) -> str:
     if session.mode == "replay":
         p = session.provenance
@@ -72,6 +85,7 @@ def start(lab: str, profile: str | None = None, quiet: bool = False) -> Profile:
     if mode == "live":
         prof.check()
         apply_env(prof)
+        quiet_libraries()
     session = record.set_current(
         record.Session(lab, prof.name, mode, recording=os.environ.get("COURSE_RECORD") == "1"))
     if mode == "replay":
