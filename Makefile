@@ -12,6 +12,8 @@ EXTRA ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo gpu || echo cpu)
 LABS := $(sort $(wildcard labs/[0-9]*.ipynb))
 # nbval's sanitizer, kernel and timeout come from conftest.py, so a plain `pytest --nbval labs/` does the same.
 NBVAL := --nbval
+# Run a suite and print its wall time (`make test` prints one line per suite).
+timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
 .PHONY: setup run record test test-unit test-replay test-live test-stale jupyter tiny-world eval demo bench-labs clean
 
@@ -59,16 +61,16 @@ test: setup test-unit test-stale test-replay test-live  ## everything CI runs
 	@echo "make test: all green"
 
 test-unit:  ## unit tests, the tiny world's quality gate, the trainer's smoke run
-	$(VENV)/bin/python -m pytest tests -q
+	$(call timed,$(VENV)/bin/python -m pytest tests -q)
 
 test-stale:  ## committed notebooks and recordings must match the code that made them
-	$(VENV)/bin/python -m course_utils.replay.stale $(LABS)
+	$(call timed,$(VENV)/bin/python -m course_utils.replay.stale $(LABS))
 
 test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval strict against the committed outputs
-	COURSE_MODE=replay COURSE_PROFILE=tiny $(READ_VENV)/bin/python -m pytest $(NBVAL) $(LABS)
+	$(call timed,COURSE_MODE=replay COURSE_PROFILE=tiny $(READ_VENV)/bin/python -m pytest $(NBVAL) $(LABS))
 
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
-	COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS)
+	$(call timed,COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS))
 
 # AutoDL runs as root and exposes port 6006: `make jupyter JUPYTER_OPTS="--port 6006 --ip 127.0.0.1"`.
 JUPYTER_OPTS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)

@@ -76,11 +76,8 @@ def install() -> bool:
     lora_ops = importlib.import_module("vllm.lora.ops.torch_ops.lora_ops")
     # The sgmv_* ops call the bgmv_* ones through lora_ops' globals; the CPU Punica wrapper and the
     # package imported the bgmv_* names directly, so they are rebound there too.
-    holders = [lora_ops, importlib.import_module("vllm.lora.ops.torch_ops")]
-    try:
-        holders.append(importlib.import_module("vllm.lora.punica_wrapper.punica_cpu"))
-    except ImportError:  # a build without the CPU wrapper
-        pass
+    holders = [lora_ops, importlib.import_module("vllm.lora.ops.torch_ops"),
+               importlib.import_module("vllm.lora.punica_wrapper.punica_cpu")]
     for name in PATCHED_OPS:
         original = getattr(lora_ops, name)
         if getattr(original, "__course_patch__", False):
@@ -95,9 +92,7 @@ def install() -> bool:
 
 def register() -> None:
     """The ``vllm.general_plugins`` entry point: install the fix on the CPU platform."""
-    try:
-        from vllm.platforms import current_platform
-    except ImportError:
-        return
+    from vllm.platforms import current_platform
+
     if current_platform.is_cpu():
         install()

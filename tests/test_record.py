@@ -131,3 +131,28 @@ def test_replayable_records_plain_calls_only(recordings):
     record.set_current(Session("lab", "tiny", "replay"))
     assert check(3) == {"seed": 3} and calls == [3]  # replayed, not run
     record.set_current(None)
+
+
+def test_an_install_away_from_the_checkout_says_how_to_point_to_it(tmp_path):
+    """A plain `pip install .` puts the package in site-packages; run elsewhere, it cannot see data/."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from course_utils.paths import PACKAGE
+
+    site = tmp_path / "site"
+    site.mkdir()
+    shutil.copytree(PACKAGE, site / "course_utils", ignore=shutil.ignore_patterns("__pycache__"))  # no data/ beside it
+    code = ("from course_utils.replay.session import Session\n"
+            "try:\n    Session('01_offline_multi_lora', 'tiny', 'replay')\n"
+            "except Exception as e:\n    print(type(e).__name__, e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_REPO"} | {"PYTHONPATH": str(site)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=60).stdout
+    assert out.startswith("CheckoutError") and "COURSE_REPO=<path of the checkout>" in out
+    env["COURSE_REPO"] = str(PACKAGE.parent)
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=60).stdout
+    assert out == ""  # found the checkout's recordings

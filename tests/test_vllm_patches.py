@@ -80,3 +80,47 @@ def test_base_rows_right_after_slot_reuse_offline(live_child):
     assert res["True"] == [res["base"], res["sql_alone"]]  # fixed: base row = base, sql row = sql alone
     assert res["False"][0] != res["base"]  # as shipped: the base row read a reused slot
     assert res["False"][1] == res["sql_alone"]
+
+
+@pytest.mark.live
+@needs_vllm
+@pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
+def test_base_rows_right_after_slot_reuse_in_the_server():
+    """The fix reaches `vllm serve` (another process) through the plugin entry point."""
+    import concurrent.futures
+
+    import requests
+
+    from course_utils.chat import chat_prompt
+    from course_utils.profiles import get_profile
+    from course_utils.server import Server
+
+    prof = get_profile("tiny")
+    base_q = chat_prompt(prof, "Convert to JSON: Gustav is a 52-year-old translator who lives in Tashkent.")
+    sql_q = chat_prompt(prof, "Write a SQL query: List all airports in Malawi.")
+
+    def complete(srv, model, prompt):
+        r = requests.post(srv.url("/v1/completions"), headers=srv.headers, timeout=120,
+                          json={"model": model, "prompt": prompt, "max_tokens": 16, "temperature": 0})
+        r.raise_for_status()
+        return r.json()["choices"][0]["text"]
+
+    def base_row_in_mixed_batches(fix: str) -> tuple[str, set]:
+        with Server(prof, max_loras=2, max_lora_rank=64, runtime_updates=True, served_model_name="base",
+                    env={"COURSE_CPU_LORA_FIX": fix}, label=f"fix-{fix}") as srv:
+            alone = complete(srv, "base", base_q)
+            for i, n in enumerate(["json", "medical", "support", "sql", "json"]):  # 5 ids through 2 slots
+                name = f"{n}{i}"
+                requests.post(srv.url("/v1/load_lora_adapter"), headers=srv.headers, timeout=120,
+                              json={"lora_name": name, "lora_path": prof.adapter(n)}).raise_for_status()
+                complete(srv, name, base_q)
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:  # base rows among sql rows
+                jobs = [pool.submit(complete, srv, "sql3" if i % 4 else "base", base_q if i % 4 == 0 else sql_q)
+                        for i in range(16)]
+                mixed = {j.result() for i, j in enumerate(jobs) if i % 4 == 0}
+        return alone, mixed
+
+    alone, mixed = base_row_in_mixed_batches("1")
+    assert mixed == {alone}, "with the fix, every base row in a mixed batch is the base's own answer"
+    alone_off, mixed_off = base_row_in_mixed_batches("0")
+    assert alone_off == alone and mixed_off != {alone}, "without the fix the server shows the bug (test is sensitive)"

@@ -287,13 +287,10 @@ def get(module: str, qualname: str, **options) -> Located:
 
 
 def render(loc: Located) -> None:
-    """Display a located source (Markdown with Python highlighting; plain text outside Jupyter)."""
-    try:
-        from IPython.display import Markdown, display  # noqa: PLC0415
+    """Display a located source as Markdown (Python highlighting)."""
+    from IPython.display import Markdown, display  # noqa: PLC0415
 
-        display(Markdown(loc.markdown()))
-    except ImportError:  # pragma: no cover - outside Jupyter
-        print(loc)
+    display(Markdown(loc.markdown()))
 
 
 def show(module: str, qualname: str, **options) -> None:

@@ -35,7 +35,7 @@ import platform
 from pathlib import Path
 from typing import Any, Callable
 
-from ..paths import RECORDINGS, REPO
+from ..paths import RECORDINGS, REPO, require_checkout
 from .keys import Key
 from .portable import localize, portable, portable_body
 
@@ -140,6 +140,7 @@ class Session:
     # -- reading and writing the file ------------------------------------
     def _load(self):
         if not self.path.is_file():
+            require_checkout()  # installed away from the checkout: say how to point to it
             folder = self.path.parent
             have = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
             what = (f"profile {self.profile!r} has recordings for: {', '.join(have)}" if have
@@ -301,10 +302,8 @@ def _on_pre_run_cell(info) -> None:
 
 def _watch_cells() -> None:
     """In IPython, tell the session when each cell starts (registered once per kernel)."""
-    try:
-        from IPython import get_ipython  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - IPython is a base dependency
-        return
+    from IPython import get_ipython  # noqa: PLC0415
+
     ip = get_ipython()
     if ip is None:
         return
