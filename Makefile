@@ -61,7 +61,7 @@ test: setup test-unit test-stale test-replay test-live  ## everything CI runs
 	@echo "make test: all green"
 
 test-unit:  ## unit tests, the tiny world's quality gate, the trainer's smoke run
-	$(call timed,$(VENV)/bin/python -m pytest tests -q)
+	$(call timed,$(VENV)/bin/python -m pytest tests -q --durations=8)
 
 test-stale:  ## committed notebooks and recordings must match the code that made them
 	$(call timed,$(VENV)/bin/python -m course_utils.replay.stale $(LABS))
