@@ -353,12 +353,15 @@ CHILD = textwrap.dedent("""
     import json, os, sys
     from vllm import LLM
     from course_utils import memory as mm
-    base, L, R = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    llm = LLM(model=base, enable_lora=True, max_lora_rank=R, max_loras=L, dtype="float32", max_model_len=256)
-    sched = llm.llm_engine.vllm_config.scheduler_config
-    print("RESULT " + json.dumps({"lora": mm.measure_lora_buffer_bytes(llm), "modules": len(mm.measure_lora_buffers(llm)),
-        "kv": mm.measure_kv(llm), "punica": mm.measure_punica_bytes(llm),
-        "max_num_batched_tokens": sched.max_num_batched_tokens, "max_num_seqs": sched.max_num_seqs}))
+    base, pairs, res = sys.argv[1], json.loads(sys.argv[2]), {}
+    for L, R in pairs:  # one engine at a time, in one process (vLLM is imported once)
+        llm = LLM(model=base, enable_lora=True, max_lora_rank=R, max_loras=L, dtype="float32", max_model_len=256)
+        sched = llm.llm_engine.vllm_config.scheduler_config
+        res[f"{L},{R}"] = {"lora": mm.measure_lora_buffer_bytes(llm), "modules": len(mm.measure_lora_buffers(llm)),
+            "kv": mm.measure_kv(llm), "punica": mm.measure_punica_bytes(llm),
+            "max_num_batched_tokens": sched.max_num_batched_tokens, "max_num_seqs": sched.max_num_seqs}
+        del llm
+    print("RESULT " + json.dumps(res))
 """)
 LIVE_PAIRS = [(1, 8), (2, 16), (4, 64)]
 # max_loras x max_lora_rank x 4 layers x 4,096 (sum of d_in + d_out per layer) x 4 bytes (fp32)
@@ -371,8 +374,9 @@ LIVE_LORA_BYTES = {(1, 8): 524_288, (2, 16): 2_097_152, (4, 64): 16_777_216}
 def test_live_lora_buffers_and_kv_blocks_match_vllm(live_child):
     base = tiny_base()
     cfg = mm.load_config(base)
+    measured = live_child(CHILD, base, json.dumps(LIVE_PAIRS))
     for L, R in LIVE_PAIRS:
-        got = live_child(CHILD, base, L, R)
+        got = measured[f"{L},{R}"]
         # LoRA buffers: exact
         assert got["lora"] == mm.lora_buffer_bytes(cfg, L, R, "float32") == LIVE_LORA_BYTES[(L, R)], (L, R, got)
         assert got["modules"] == sum(b.count for b in mm.lora_buffers(cfg, L, R))  # 4 wrapped per layer
