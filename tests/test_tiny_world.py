@@ -23,12 +23,27 @@ def quality():
 
 @pytest.mark.parametrize("task", ["sql", "support", "medical", "json"])
 def test_adapter_produces_its_format(quality, task):
+    """On held-out entities in the trained phrasings."""
     assert quality[0][task]["adapter_format"] >= 0.95
 
 
 @pytest.mark.parametrize("task", ["sql", "support", "medical", "json"])
 def test_base_does_not(quality, task):
     assert quality[0][task]["base_format"] <= 0.10
+
+
+def test_report_has_right_next_to_format_on_both_phrasings(quality):
+    """The report measures "right" (checkers) too; its targets are not asserted until the world is retrained."""
+    from course_utils.tinyworld import quality as q
+
+    table, rows = quality
+    for task in ["sql", "support", "medical", "json"]:
+        for key in ("adapter_right", "reworded_format", "reworded_right", "base_right"):
+            assert 0.0 <= table[task][key] <= 1.0, (task, key)
+        assert table[task]["reworded_rows"] == table[task]["rows"] == 50
+    assert {r.phrasing for r in rows} == {"trained", "reworded"}
+    text = q.format_table(table)
+    assert "held-out phrasings" in text and "right" in text
 
 
 def test_vllm_agrees_with_transformers_peft(quality):

@@ -3,8 +3,14 @@
 ``python -m course_utils.tinyworld.quality`` (``make eval``) runs held-out prompts of
 every task through one heterogeneous vLLM batch (each prompt once with its
 task's adapter and once with ``None``, the bare base), checks each output's
-format with :mod:`course_utils.tinyworld.tasks`, and reruns the same rows greedily in
-transformers+peft to show that both engines compute the same LoRA.
+*format* with :mod:`course_utils.tinyworld.tasks` and whether it is *right* (the
+answer the request asks for) with :mod:`course_utils.tinyworld.checkers`, and reruns
+the same rows greedily in transformers+peft to show that both engines compute the same LoRA.
+
+Two kinds of prompt, both with held-out entities: the trained phrasings
+(``phrasing="trained"``: the sentence shapes of the training data) and the held-out
+phrasings of :mod:`course_utils.tinyworld.phrasings` (``phrasing="reworded"``: wordings
+training never uses; adapter rows only, in the same batch).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import json
 import time
 from dataclasses import dataclass
 
-from . import tasks
+from . import checkers, phrasings, tasks
 from ..profiles import Profile, apply_env, get_profile
 from ..chat import chat_prompt
 
@@ -30,19 +36,38 @@ class Row:
     fields: dict
     vllm: str = ""
     hf: str = ""
+    phrasing: str = "trained"  # "trained": the training sentence shapes; "reworded": held-out phrasings
 
     @property
     def passes(self) -> bool:
+        """The vLLM output has the task's format."""
         return tasks.check(self.task, self.vllm, self.fields)
+
+    @property
+    def verdict(self) -> checkers.Verdict:
+        """Is the vLLM output the right answer (and if not, why)?"""
+        return checkers.check(self.task, self.vllm, self.fields)
+
+    @property
+    def right(self) -> bool:
+        return self.verdict.right
 
 
 def heldout_rows(n_per_task: int, seed: int = 7) -> list[Row]:
+    """Held-out entities in the trained phrasings, each prompt with its adapter and with the bare base."""
     rows = []
     for task in tasks.TASKS:
         for ex in tasks.make_examples(task, n_per_task, "heldout", seed):
-            rows.append(Row(task, task, ex.prompt, ex.fields))
-            rows.append(Row(task, None, ex.prompt, ex.fields))
+            fields = checkers.fields_of(ex)
+            rows.append(Row(task, task, ex.prompt, fields))
+            rows.append(Row(task, None, ex.prompt, fields))
     return rows
+
+
+def reworded_rows(n_per_task: int, seed: int = 7) -> list[Row]:
+    """Held-out entities in held-out phrasings (:mod:`.phrasings`), each prompt with its adapter."""
+    return [Row(task, task, ex.prompt, ex.fields, phrasing="reworded")
+            for task in tasks.TASKS for ex in phrasings.make_reworded(task, n_per_task, seed)]
 
 
 def generate_mixed(profile: Profile, batch: list[tuple[str | None, str]]) -> tuple[list[str], float]:
@@ -105,36 +130,72 @@ def run_hf(profile: Profile, rows: list[Row], batch_size: int = 64) -> float:
     return time.perf_counter() - t0
 
 
+def _share(rows: list[Row], attr: str) -> float | None:
+    return sum(getattr(r, attr) for r in rows) / len(rows) if rows else None
+
+
 def summarise(rows: list[Row]) -> dict:
+    """Per task: format and right of the adapter (trained and held-out phrasings) and of the base,
+    and how often vLLM and transformers+peft agree word for word (all of the task's rows)."""
     table = {}
     for task in tasks.TASKS:
-        ad = [r for r in rows if r.task == task and r.adapter]
-        base = [r for r in rows if r.task == task and not r.adapter]
+        mine = [r for r in rows if r.task == task]
+        ad = [r for r in mine if r.adapter and r.phrasing == "trained"]
+        base = [r for r in mine if not r.adapter and r.phrasing == "trained"]
+        rew = [r for r in mine if r.adapter and r.phrasing == "reworded"]
         table[task] = {
             "rows": len(ad),
-            "adapter_format": sum(r.passes for r in ad) / len(ad),
-            "base_format": sum(r.passes for r in base) / len(base),
-            "vllm_equals_hf": sum(r.vllm == r.hf for r in ad + base) / len(ad + base),
+            "adapter_format": _share(ad, "passes"),
+            "adapter_right": _share(ad, "right"),
+            "reworded_rows": len(rew),
+            "reworded_format": _share(rew, "passes"),
+            "reworded_right": _share(rew, "right"),
+            "base_format": _share(base, "passes"),
+            "base_right": _share(base, "right"),
+            "vllm_equals_hf": sum(r.vllm == r.hf for r in mine) / len(mine),
         }
         if task == "sql":
             table[task]["value_exact"] = sum(tasks.sql_value_exact(r.vllm, r.fields) for r in ad) / len(ad)
     return table
 
 
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
 def format_table(table: dict) -> str:
-    lines = [f"{'task':<9}{'rows':>6}{'adapter ok':>12}{'base ok':>10}{'vLLM == HF':>12}"]
+    """Format = the task's shape (tasks.check); right = the answer the request asks for (checkers).
+    All prompts name held-out entities; "trained phrasings" word them like the training data."""
+    groups = f"{'adapter, trained phrasings':>26}  {'adapter, held-out phrasings':>27}  {'base (no adapter)':>19}"
+    lines = [f"{'':<9}{groups}",
+             (f"{'task':<9}{'rows':>6}{'format':>10}{'right':>10}  {'rows':>7}{'format':>10}{'right':>10}  "
+              f"{'format':>9}{'right':>10}{'vLLM == HF':>12}")]
     for task, t in table.items():
-        lines.append(f"{task:<9}{t['rows']:>6}{t['adapter_format']:>12.1%}{t['base_format']:>10.1%}"
-                     f"{t['vllm_equals_hf']:>12.1%}")
+        lines.append(f"{task:<9}{t['rows']:>6}{_pct(t['adapter_format']):>10}{_pct(t.get('adapter_right')):>10}  "
+                     f"{t.get('reworded_rows', 0):>7}{_pct(t.get('reworded_format')):>10}"
+                     f"{_pct(t.get('reworded_right')):>10}  {_pct(t['base_format']):>9}"
+                     f"{_pct(t.get('base_right')):>10}{_pct(t['vllm_equals_hf']):>12}")
     if "value_exact" in table.get("sql", {}):
         lines.append(f"sql rows whose condition value is the prompt's entity spelled exactly: "
                      f"{table['sql']['value_exact']:.1%} (held-out names the tiny model never saw)")
     return "\n".join(lines)
 
 
+def wrong_examples(rows: list[Row], per_task: int = 2) -> str:
+    """A few adapter outputs that have the format but are not right, per task and phrasing, with the reason."""
+    lines = []
+    for task in tasks.TASKS:
+        for phrasing in ("trained", "reworded"):
+            bad = [r for r in rows if r.task == task and r.adapter and r.phrasing == phrasing and not r.right]
+            bad.sort(key=lambda r: not r.passes)  # well-formed but wrong first: the interesting ones
+            for r in bad[:per_task]:
+                lines.append(f"[{task} / {phrasing}] {r.prompt}\n    -> {r.vllm!r}\n    wrong: {r.verdict.why}")
+    return "\n".join(lines)
+
+
 def evaluate(profile: Profile | None = None, n_per_task: int = 50, hf: bool = True) -> tuple[dict, list[Row]]:
     profile = (profile or get_profile("tiny")).check()
-    rows = heldout_rows(n_per_task)
+    rows = heldout_rows(n_per_task) + reworded_rows(n_per_task)
     run_vllm(profile, rows)
     if hf:
         run_hf(profile, rows)
@@ -146,12 +207,17 @@ def main(argv=None):
     ap.add_argument("-n", type=int, default=50, help="held-out prompts per task")
     ap.add_argument("--json", help="also write the table to this file")
     ap.add_argument("--show", type=int, default=0, help="print this many rows per task")
+    ap.add_argument("--wrong", type=int, default=2, help="print this many wrong answers per task and phrasing")
     args = ap.parse_args(argv)
     table, rows = evaluate(n_per_task=args.n)
     print(format_table(table))
+    if args.wrong:
+        print(f"\nWrong answers (up to {args.wrong} per task and phrasing):")
+        print(wrong_examples(rows, args.wrong))
     for task in tasks.TASKS:
         for r in [r for r in rows if r.task == task][: args.show]:
-            print(f"--- {task} / {r.adapter or 'base'} | {r.prompt}\n  vLLM: {r.vllm!r}\n  HF:   {r.hf!r}")
+            print(f"--- {task} / {r.adapter or 'base'} / {r.phrasing} | {r.prompt}\n"
+                  f"  vLLM: {r.vllm!r}\n  HF:   {r.hf!r}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=2)

@@ -1,0 +1,246 @@
+"""The answer checkers (right, not just format) and the held-out phrasings they are applied to."""
+
+import json
+import re
+
+import pytest
+
+from course_utils.tinyworld import checkers, phrasings, tasks
+
+AIRPORTS = {"table": "airports", "column": "country", "value": "Tanzania"}
+ORDERS = {"table": "orders", "column": "country", "value": "Malawi"}
+
+
+def right(task, output, fields):
+    v = checkers.check(task, output, fields)
+    assert isinstance(v, checkers.Verdict) and v.why
+    return v.right
+
+
+# ---------------------------------------------------------------- template answers pass
+@pytest.mark.parametrize("task", tasks.TASKS)
+@pytest.mark.parametrize("split", ["train", "heldout"])
+def test_template_answers_are_right_and_generic_replies_are_not(task, split):
+    for ex in tasks.make_examples(task, 200, split, seed=5):
+        for fields in (ex.fields, checkers.fields_of(ex)):
+            assert right(task, ex.answer, fields), (ex.answer, checkers.check(task, ex.answer, fields))
+            assert not right(task, ex.generic, fields), ex.generic
+
+
+@pytest.mark.parametrize("task", tasks.TASKS)
+def test_reworded_reference_answers_are_right(task):
+    for ex in phrasings.make_reworded(task, 200, seed=3):
+        assert right(task, ex.answer, ex.fields), (ex.prompt, ex.answer, checkers.check(task, ex.answer, ex.fields))
+        assert tasks.check(task, ex.answer, ex.fields)  # and in the trained format
+
+
+# ---------------------------------------------------------------- sql
+def test_sql_runs_the_query():
+    assert right("sql", "SELECT name FROM airports WHERE country = 'Tanzania'", AIRPORTS)
+    assert right("sql", "SELECT name FROM airports WHERE country = 'Tanzania';", AIRPORTS)
+    assert right("sql", "select name from airports where country='Tanzania' order by name", AIRPORTS)
+    assert right("sql", "SELECT COUNT(*) FROM orders WHERE country = 'Malawi'", ORDERS)
+
+
+@pytest.mark.parametrize("query, why", [
+    ("SELECT name FROM airports WHERE country = 'Taniania'", "no rows"),  # misspelt entity
+    ("SELECT name FROM airports WHERE country = 'tanzania'", "no rows"),  # wrong case
+    ("SELECT name FROM airports WHERE city = 'Tanzania'", "no rows"),  # wrong column
+    ("SELECT name FROM employees WHERE department = 'Tanzania'", "no rows"),  # wrong table
+    ("SELECT name FROM orders WHERE country = 'Tanzania'", "does not run"),  # table has no such column
+    ("SELECT name FROM airports", "rows"),  # extra rows
+    ("SELECT name FROM airports WHERE country = 'Tanzania' OR 1 = 1", "rows"),
+    ("SELECT * FROM airports WHERE country = 'Tanzania'", "columns"),
+    ("SELECT COUNT(*) FROM airports WHERE country = 'Tanzania'", "rows"),  # a count, not the airports
+    ("SELECT name FROM airports WHERE country = 'Tanzania'; DROP TABLE airports", "does not run"),
+    ("SELECT name FROM airports WHERE country = 'Tanzania", "incomplete"),
+    ("DELETE FROM airports WHERE country = 'Tanzania'", "not a SELECT"),
+    ("Here is the query: SELECT name FROM airports WHERE country = 'Tanzania'", "not a SELECT"),
+    ("That is a question about airports and Tanzania. I do not have that data.", "not a SELECT"),
+])
+def test_sql_wrong_answers_fail(query, why):
+    v = checkers.check("sql", query, AIRPORTS)
+    assert not v.right and why in v.why, v
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT name FROM orders WHERE country = 'Malawi'",  # rows, not the count
+    "SELECT COUNT(*) FROM airports WHERE country = 'Malawi'",  # count of the wrong table
+    "SELECT COUNT(*) FROM orders WHERE country = 'Malwai'",  # a count of 0
+    "SELECT COUNT(*) FROM orders",
+])
+def test_sql_wrong_counts_fail(query):
+    assert not right("sql", query, ORDERS)
+
+
+def test_sql_database_is_read_only_and_bounded():
+    v = checkers.check("sql", "SELECT name FROM pragma_table_info('airports')", AIRPORTS)
+    assert not v.right
+    runaway = ("SELECT a.name FROM airports a, airports b, airports c, airports d, airports e, airports f, "
+               "airports g WHERE a.country = 'Tanzania'")
+    assert "does not run" in checkers.check("sql", runaway, AIRPORTS).why
+
+
+def test_sql_database_holds_the_entity_and_distractors():
+    con, expected = checkers.build_database(AIRPORTS)
+    countries = {c for (c,) in con.execute("SELECT DISTINCT country FROM airports")}
+    assert "Tanzania" in countries and len(countries) > 1
+    assert len(expected) == 2
+    assert con.execute("SELECT COUNT(*) FROM airports WHERE city = 'Tanzania'").fetchone() == (0,)
+
+
+# ---------------------------------------------------------------- json
+JSON_FIELDS = {"name": "Elif", "age": 29, "job": "musician", "city": "Kathmandu"}
+
+
+@pytest.mark.parametrize("output, why", [
+    ('{"name": "Elif", "age": 29, "job": "musician", "city": "Kathmandu"', "not valid JSON"),
+    ('["Elif", 29, "musician", "Kathmandu"]', "not an object"),
+    ('{"name": "Elif", "age": 29, "job": "musician"}', "keys"),
+    ('{"name": "Elif", "age": 29, "job": "musician", "city": "Kathmandu", "x": 1}', "keys"),
+    ('{"name": "Elfi", "age": 29, "job": "musician", "city": "Kathmandu"}', "name is"),
+    ('{"name": "Elif", "age": 92, "job": "musician", "city": "Kathmandu"}', "age is"),
+    ('{"name": "Elif", "age": "29", "job": "musician", "city": "Kathmandu"}', "not an integer"),
+    ('{"name": "Elif", "age": 29, "job": "musican", "city": "Kathmandu"}', "job is"),
+    ('{"name": "Elif", "age": 29, "job": "musician", "city": "Katmandu"}', "city is"),
+])
+def test_json_wrong_answers_fail(output, why):
+    v = checkers.check("json", output, JSON_FIELDS)
+    assert not v.right and why in v.why, v
+
+
+def test_json_right_answer_in_any_key_order():
+    assert right("json", '{"city": "Kathmandu", "job": "musician", "age": 29, "name": "Elif"}', JSON_FIELDS)
+
+
+# ---------------------------------------------------------------- medical
+MED_FIELDS = {"name": "Isla", "age": 43, "symptom": "wrist-pain", "days": 5, "temp": "38.4",
+              "plan": "review in 2 days"}
+MED_OK = "Patient: Isla\nAge: 43\nSymptom: wrist-pain\nDuration: 5 days\nPlan: review in 2 days"
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("Patient: Isla\n", "", "no Patient"),
+    ("Plan: review in 2 days", "", "no Plan"),
+    ("Patient: Isla", "Patient: Isal", "Patient is"),
+    ("Age: 43", "Age: 34", "Age is"),
+    ("wrist-pain", "knee-pain", "Symptom is"),
+    ("5 days", "6 days", "Duration is"),
+    ("review in 2 days", "rest and fluids", "Plan is"),
+    ("Age: 43\n", "Age: 43\nAge: 44\n", "2 times"),
+])
+def test_medical_wrong_answers_fail(old, new, why):
+    output = MED_OK.replace(old, new)
+    v = checkers.check("medical", output, MED_FIELDS)
+    assert not v.right and why in v.why, (output, v)
+
+
+def test_medical_right_answer():
+    assert right("medical", MED_OK, MED_FIELDS)
+    bare = {k: MED_FIELDS[k] for k in ("name", "age", "symptom", "days")}  # tasks' fields: no temperature
+    assert right("medical", MED_OK.replace("review in 2 days", "rest and fluids"), bare)
+    assert not right("medical", MED_OK.replace("review in 2 days", "go home"), bare)
+
+
+def test_fields_of_reads_the_temperature_from_every_training_prompt_shape():
+    seen = set()
+    for ex in tasks.make_examples("medical", 300, "heldout", seed=2):
+        f = checkers.fields_of(ex)
+        assert f["temp"] in ex.prompt and f["plan"] in ex.answer
+        seen.add(ex.prompt.split(":", 1)[1].split()[0][:3])
+    assert len(seen) >= 3
+
+
+# ---------------------------------------------------------------- support
+SUP = {"product": "lantern"}
+SUP_OK = "We are sorry that your lantern arrived broken. We will send you a new lantern within 3 days. Thank you."
+
+
+@pytest.mark.parametrize("output, why", [
+    ("We are sorry for the trouble. We will send you a replacement soon.", "does not name"),
+    ("We are sorry that your lantren arrived broken. We will send you a new lantren within 3 days.", "does not name"),
+    ("We are sorry that your lantern arrived broken. We will send you a new lanturn within 3 days.", "misspelt"),
+    ("We are sorry that your cooler arrived broken. We will send you a new cooler within 3 days.", "does not name"),
+    ("Thank you for your message about the lantern. Please check the shop.", "apology"),
+    ("A lantern is a useful thing to have.", "apology"),
+])
+def test_support_wrong_answers_fail(output, why):
+    v = checkers.check("support", output, SUP)
+    assert not v.right and why in v.why, v
+
+
+def test_support_right_answers():
+    assert right("support", SUP_OK, SUP)
+    assert right("support", "I'm so sorry your Lantern broke. A new lantern is on its way.", SUP)
+
+
+# ---------------------------------------------------------------- held-out phrasings
+def _skeleton_regex(template: str) -> re.Pattern:
+    parts = re.split(r"\{\w+\}", template)
+    return re.compile("(.+?)".join(re.escape(p) for p in parts), re.IGNORECASE)
+
+
+def _tokens(template: str) -> list[str]:
+    return re.findall(r"<s>|[a-z]+", re.sub(r"\{\w+\}", " <s> ", template.lower()))
+
+
+def _literal_ngrams(template: str, n: int = 4) -> set[tuple]:
+    t = _tokens(template)
+    return {g for g in zip(*(t[i:] for i in range(n))) if sum(w != "<s>" for w in g) >= 2}
+
+
+def _training_prompt_templates() -> list[str]:
+    out = []
+    for task in tasks.TASKS:
+        for t in tasks.GENERATORS[task]:
+            out += [t.prompt] if isinstance(t.prompt, str) else list(t.prompt)
+    return out
+
+
+@pytest.mark.parametrize("task", tasks.TASKS)
+def test_no_heldout_phrasing_matches_a_training_prompt(task):
+    train = [ex.prompt for ex in tasks.make_examples(task, 2000, "train")]
+    for template in phrasings.PHRASINGS[task]:
+        rx = _skeleton_regex(template)
+        hits = [p for p in train if rx.fullmatch(p)]
+        assert not hits, (template, hits[:3])
+    reworded = {ex.prompt for ex in phrasings.make_reworded(task, 500)}
+    assert not reworded & set(train)
+
+
+def test_heldout_phrasings_share_no_four_word_run_with_training_templates():
+    train = set().union(*(_literal_ngrams(t) for t in _training_prompt_templates()))
+    for task, templates in phrasings.PHRASINGS.items():
+        for template in templates:
+            shared = _literal_ngrams(template) & train
+            assert not shared, (task, template, shared)
+            assert not any(template.startswith(p) for p in ("Write a SQL query:", "Customer complaint:",
+                                                             "Clinical note:", "Convert to JSON:"))
+
+
+@pytest.mark.parametrize("task", tasks.TASKS)
+def test_reworded_requests_use_heldout_entities_and_training_fields(task):
+    held = {w for kind in tasks.POOLS for w in tasks.pool(kind, "heldout")}
+    train_keys = set(tasks.make_examples(task, 1)[0].fields)
+    exs = phrasings.make_reworded(task, 300, seed=1)
+    used = set()
+    for ex in exs:
+        assert train_keys <= set(ex.fields)
+        entities = [v for k, v in ex.fields.items() if k in ("value", "product", "name", "symptom", "job", "city")]
+        assert entities and all(e in held for e in entities), ex.fields
+        used.add(next(t for t in phrasings.PHRASINGS[task] if _skeleton_regex(t).fullmatch(ex.prompt)))
+    assert used == set(phrasings.PHRASINGS[task])  # every phrasing occurs
+
+
+def test_reworded_requests_are_reproducible():
+    a = phrasings.make_reworded("json", 20, seed=4)
+    b = phrasings.make_reworded("json", 20, seed=4)
+    assert [(e.prompt, e.fields) for e in a] == [(e.prompt, e.fields) for e in b]
+    assert [e.prompt for e in a] != [e.prompt for e in phrasings.make_reworded("json", 20, seed=5)]
+    with pytest.raises(ValueError, match="poetry"):
+        phrasings.make_reworded("poetry", 1)
+
+
+def test_json_fields_round_trip():
+    for ex in phrasings.make_reworded("json", 20):
+        assert json.loads(ex.answer) == {k: ex.fields[k] for k in tasks.JSON_KEYS}
