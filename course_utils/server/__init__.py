@@ -20,7 +20,6 @@ from .load import burst, lora_info_samples, percentile, queue_sample, run_load
 from .process import (
     PIDFILE_PREFIX,
     Server,
-    _live_servers,  # noqa: F401  (a lab reads it; running() is the public way)
     cleanup_stale,
     free_port,
     running,
