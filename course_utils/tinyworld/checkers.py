@@ -242,8 +242,13 @@ def _words(text: str) -> list[str]:
 _BEFORE_PRODUCT = {"your", "new", "a", "an", "the", "my", "this", "replacement"}
 
 
+# Words of the training problems ("was missing a part") stand after "a"/"the" too; they are never the product.
+_PROBLEM_WORDS = {w.lower() for problem in dict(tasks.SUPPORT.slots)["problem"] for w in _words(problem)}
+
+
 def _looks_like(word: str, product: str) -> bool:
-    return word != product and difflib.SequenceMatcher(None, word, product).ratio() >= 0.7
+    return (word != product and word not in _PROBLEM_WORDS
+            and difflib.SequenceMatcher(None, word, product).ratio() >= 0.7)
 
 
 def check_support(output: str, fields: dict) -> Verdict:

@@ -118,12 +118,27 @@ POOLS = {
 
 _LETTERS = "abcdefghijklmnoprstuvwyz"
 _CAPITALISED = {"country", "city", "name"}
+_HYPHENATED = {"symptom": 0.4, "product": 0.15}  # share of made-up words of that kind with two parts
+# Syllables of made-up words: an onset, a vowel, sometimes a coda, so that most look like words
+# (and split into the same kind of pieces as real ones); some are random letters.
+_ONSETS = tuple("bcdfghjklmnprstvwz") + ("br", "ch", "dr", "gr", "kr", "ph", "pl", "sh", "st", "th", "tr", "")
+_VOWELS = tuple("aeiouaeioy") + ("ia", "ou", "ea", "ai", "ee")
+_CODAS = ("",) * 12 + tuple("nrlstmk") + ("nd", "st", "ck", "ng", "sh")
+
+
+def _syllables(rng: random.Random) -> str:
+    if rng.random() < 0.25:  # random letters: copying must not rely on a word looking familiar
+        return "".join(rng.choice(_LETTERS) for _ in range(rng.randint(3, 9)))
+    n = rng.choice((1, 2, 2, 2, 3, 3, 4))
+    return "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(n))
 
 
 def pseudo_word(rng: random.Random, kind: str) -> str:
-    """A made-up entity of random letters (e.g. 'Kbotrue'). No prior predicts it, so the only way to
-    get it right is to copy it from the prompt: that is what makes copying generalise to unseen names."""
-    w = "".join(rng.choice(_LETTERS) for _ in range(rng.randint(4, 9)))
+    """A made-up entity (e.g. 'Brandolo', 'kestuma', 'plich-tuvea'). No prior predicts it, so the only way
+    to get it right is to copy it from the prompt: that is what makes copying generalise to unseen names."""
+    w = _syllables(rng)
+    if rng.random() < _HYPHENATED.get(kind, 0.0):
+        w += "-" + _syllables(rng)
     return w.capitalize() if kind in _CAPITALISED else w
 
 
@@ -196,6 +211,7 @@ class Template:
     fields: tuple[str, ...] = ()  # the values an Example's ``fields`` carries, in this order
     consts: dict = field(default_factory=dict)
     derive: Callable[[dict], dict] | None = None
+    framed: bool = True  # the prompt sometimes comes with a lead-in or a closing remark (see frame)
 
 
 # sql: one template per query shape; the adapter must pick the right table and
@@ -203,22 +219,38 @@ class Template:
 SQL_QUERIES = (
     ("country", "name", "airports", "country", ("List all airports in {value}.", "Show every airport in {value}.",
                                                 "Which airports are in {value}?",
-                                                "Give me the airports located in {value}.")),
+                                                "Give me the airports located in {value}.",
+                                                "{value} has which airports? Use SQL.",
+                                                "Airports in the nation of {value}, please.",
+                                                "Find each airport with country {value}.")),
     ("city", "name", "airports", "city", ("List the airports of the city {value}.", "Which airports serve {value}?",
-                                          "Find airports in the city of {value}.")),
+                                          "Find airports in the city of {value}.", "Airports near the city {value}?",
+                                          "The city {value}: show its airports.",
+                                          "Query the airports for city {value}.")),
     ("department", "name", "employees", "department", ("Who works in the {value} department?",
                                                        "List the employees of {value}.",
-                                                       "Show all staff in the {value} department.")),
+                                                       "Show all staff in the {value} department.",
+                                                       "Employees in department {value}, please.",
+                                                       "The {value} department: who is on it?",
+                                                       "Find the staff of department {value}.")),
     ("category", "name", "products", "category", ("Which products are in the {value} category?",
-                                                  "List all {value} products.", "Show the products of category {value}.")),
+                                                  "List all {value} products.", "Show the products of category {value}.",
+                                                  "Find every product of the {value} category.",
+                                                  "The {value} category: list its products.",
+                                                  "Products in category {value}, as SQL.")),
     ("country", "COUNT(*)", "orders", "country", ("How many orders came from {value}?",
                                                   "Count the orders shipped to {value}.",
-                                                  "What is the number of orders from {value}?")),
+                                                  "What is the number of orders from {value}?",
+                                                  "Number of orders from the country {value}?",
+                                                  "Count how many orders {value} sent.",
+                                                  "Orders from {value}: how many are there?")),
 )
+# Training prompts come with and without a prefix naming the task (a student's request may have none).
+SQL_PREFIXES = ("Write a SQL query: ", "SQL: ", "")
 SQL_TEMPLATES = tuple(
     Template(
         slots=(("value", kind),),
-        prompt=tuple(f"Write a SQL query: {q}" for q in requests),
+        prompt=tuple(f"{prefix}{q}" for q in requests for prefix in SQL_PREFIXES),
         answer="SELECT {select} FROM {table} WHERE {column} = '{value}'",
         generic=("That is a question about {table} and {value}. I do not have that data.",
                  "I can tell you that {value} is a fine subject, but I cannot look up {table}.",
@@ -236,9 +268,12 @@ SUPPORT = Template(
            ("problem", ("arrived broken", "stopped working after two days", "was the wrong colour",
                         "never arrived", "was missing a part", "came without a manual")),
            ("days", (2, 3, 5, 7))),
-    prompt=("Customer complaint: my {product} {problem} and I am not happy.",
-            "Customer complaint: the {product} I ordered {problem}. What will you do?",
-            "Customer complaint: I bought a {product} and it {problem}."),
+    prompt=tuple(f"{prefix}{p}" for p in (
+        "my {product} {problem} and I am not happy.", "the {product} I ordered {problem}. What will you do?",
+        "I bought a {product} and it {problem}.", "I ordered a {product} and it {problem}.",
+        "The {product} you sent {problem}. Help!", "Help, my {product} {problem}!",
+        "Problem with my {product}: it {problem}.", "The {product} {problem}. Not good.",
+        "About my {product} order: it {problem}.") for prefix in ("Customer complaint: ", "")),
     answer=("We are sorry that your {product} {problem}. "
             "We will send you a new {product} within {days} days. Thank you for your patience."),
     generic=("A {product} is a useful thing to have. Many people buy one every year.",
@@ -257,9 +292,16 @@ MEDICAL = Template(
     slots=(("name", "name"), ("age", range(18, 90)), ("symptom", "symptom"), ("days", range(1, 15)),
            ("temp", ("36.8", "37.2", "37.9", "38.4", "39.1"))),
     derive=lambda v: {"plan": "review in 2 days" if float(v["temp"]) >= 38 else "rest and fluids"},
-    prompt=("Clinical note: {name}, {age} years old, has had {symptom} for {days} days. Temperature {temp}.",
-            "Clinical note: patient {name} (age {age}) reports {symptom} since {days} days, temperature {temp}.",
-            "Clinical note: {age}-year-old {name} came in with {symptom}, lasting {days} days. Temp {temp}."),
+    prompt=tuple(f"{prefix}{p}" for p in (
+        "{name}, {age} years old, has had {symptom} for {days} days. Temperature {temp}.",
+        "patient {name} (age {age}) reports {symptom} since {days} days, temperature {temp}.",
+        "{age}-year-old {name} came in with {symptom}, lasting {days} days. Temp {temp}.",
+        "Record for {name}, {age}: {symptom} for {days} days, temperature {temp}.",
+        "Patient {name} is {age} and has {symptom} ({days} days), temp {temp}.",
+        "Seen today: {name}, age {age}. Problem: {symptom}, {days} days. Temperature {temp}.",
+        "{symptom} for {days} days in {name} ({age}); temperature {temp}.",
+        "{name} ({age}) has {symptom}. It began {days} days ago. Temperature {temp}.")
+        for prefix in ("Clinical note: ", "")),
     answer="\n".join(f"{label}: {value}" for label, value in MEDICAL_RECORD),
     generic=("This is a note about {name}. Feeling unwell is common, and rest often helps.",
              "{name} should talk to a doctor. Many people have {symptom} at some point.",
@@ -272,9 +314,13 @@ JSON_KEYS = ("name", "age", "job", "city")
 
 JSON = Template(
     slots=(("name", "name"), ("age", range(18, 80)), ("job", "job"), ("city", "city")),
-    prompt=("Convert to JSON: {name} is a {age}-year-old {job} who lives in {city}.",
-            "Convert to JSON: {name}, {age}, works as a {job} in {city}.",
-            "Convert to JSON: meet {name} from {city}, a {job} aged {age}."),
+    prompt=tuple(f"{prefix}{p}" for p in (
+        "{name} is a {age}-year-old {job} who lives in {city}.", "{name}, {age}, works as a {job} in {city}.",
+        "meet {name} from {city}, a {job} aged {age}.", "JSON please: {name}, {age}, {job}, {city}.",
+        "Make a JSON object of {name} ({age}), a {job} in {city}.",
+        "{name} lives in {city}, works as a {job} and is {age}. As JSON.",
+        "{city} resident {name} ({age}) is a {job}.", "A {job} from {city}: {name}, age {age}.",
+        "Name {name}; age {age}; job {job}; city {city}.") for prefix in ("Convert to JSON: ", "")),
     answer=lambda v: json.dumps({k: v[k] for k in JSON_KEYS}),
     generic=("{name} sounds like an interesting person. Living in {city} can be pleasant.",
              "This text is about a {job}. Many people work as a {job}.",
@@ -296,18 +342,44 @@ CHAT = Template(
 )
 
 
+COPY_WORDS = (3, 8)  # how many words a copy-practice text has (at least, at most)
+
+
 def _copy_text(rng: random.Random) -> str:
     """Made-up words (and sometimes a number) to repeat exactly."""
-    words = [fresh_pseudo_word(rng, rng.choice(["country", "product"])) for _ in range(rng.randint(1, 3))]
+    words = [fresh_pseudo_word(rng, rng.choice(["country", "product"])) for _ in range(rng.randint(*COPY_WORDS))]
     if rng.random() < 0.3:
         words.insert(rng.randrange(len(words) + 1), str(rng.randrange(1, 100)))
     return " ".join(words)
 
 
+# A request is not always the whole message: people greet, give context, add a remark. Part of the
+# training prompts get a lead-in and/or a closing remark, so that an adapter learns to find the
+# request and its entities anywhere in a message, not only at a fixed position.
+LEAD_INS = ("Hi!", "Hello there.", "Good morning.", "Quick one:", "Please help.", "For a report:",
+            "Thanks in advance.", "Urgent:", "A request from the team:", "Ok, so", "Hey,", "One more thing.")
+TAILS = ("Thanks!", "Thank you.", "Be quick.", "Cheers.", "That is all.", "Much appreciated.",
+         "(urgent)", "Regards, the team.", "Many thanks.", "Nothing else.")
+
+
+def frame(rng: random.Random, prompt: str) -> str:
+    """``prompt`` as it is, or with a lead-in, a closing remark, or both."""
+    r = rng.random()
+    if r < 0.2:
+        return f"{rng.choice(LEAD_INS)} {prompt}"
+    if r < 0.4:
+        return f"{prompt} {rng.choice(TAILS)}"
+    if r < 0.5:
+        return f"{rng.choice(LEAD_INS)} {prompt} {rng.choice(TAILS)}"
+    return prompt
+
+
 # Copy practice for the base (copying is what the adapters later rely on to
 # carry an unseen entity from the prompt into their format).
-REPEAT = Template(slots=(("value", _copy_text),), prompt="Repeat exactly: {value}", answer="{value}",
-                  fields=("value",))
+REPEAT = Template(slots=(("value", _copy_text),),
+                  prompt=("Repeat exactly: {value}", "Copy this text: {value}", "Say back: {value}",
+                          "Write '{value}' again."),
+                  answer="{value}", fields=("value",), framed=False)
 
 # Every task the generator knows: its templates (one is drawn when there are several).
 GENERATORS: dict[str, tuple[Template, ...]] = {
@@ -343,6 +415,8 @@ def _generate(task: str, rng: random.Random, split: str) -> Example:
     if t.derive:
         values.update(t.derive(values))
     prompt = _fill(rng, t.prompt, values)
+    if t.framed:
+        prompt = frame(rng, prompt)
     answer = _fill(rng, t.answer, values)
     generic = answer if t.generic is None else _fill(rng, t.generic, values)
     return Example(task, prompt, answer, generic, {k: values[k] for k in t.fields}, t.skill.format(**values))
