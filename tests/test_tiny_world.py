@@ -21,23 +21,43 @@ def quality():
     return table, rows
 
 
-@pytest.mark.parametrize("task", ["sql", "support", "medical", "json"])
+TASKS = ["sql", "support", "medical", "json"]
+
+# Issue #14's targets. Met: format, base right, vLLM == HF. Not met by the shipped world (see
+# course_utils/tinyworld/EXPERIMENTS.md for why and what was tried): right on trained phrasings
+# (measured 86/96/76/70%) and on held-out phrasings (16/32/16/6%).
+TARGETS = {"adapter_format": 0.98, "adapter_right": 0.90, "reworded_right": 0.70, "base_right_max": 0.05}
+
+# What the gate asserts for "right": the shipped world's measured shares less a margin for another
+# CPU's float rounding (a few greedy tokens may differ), so that a worse world fails.
+RIGHT_FLOOR = {"sql": 0.80, "support": 0.88, "medical": 0.68, "json": 0.62}
+REWORDED_RIGHT_FLOOR = {"sql": 0.08, "support": 0.22, "medical": 0.08, "json": 0.0}
+
+
+@pytest.mark.parametrize("task", TASKS)
 def test_adapter_produces_its_format(quality, task):
     """On held-out entities in the trained phrasings."""
-    assert quality[0][task]["adapter_format"] >= 0.95
+    assert quality[0][task]["adapter_format"] >= TARGETS["adapter_format"]
 
 
-@pytest.mark.parametrize("task", ["sql", "support", "medical", "json"])
+@pytest.mark.parametrize("task", TASKS)
+def test_adapter_answers_right_on_unseen_entities(quality, task):
+    """Right = the checkers (SQL run in sqlite, values compared), held-out entities."""
+    assert quality[0][task]["adapter_right"] >= RIGHT_FLOOR[task]
+    assert quality[0][task]["reworded_right"] >= REWORDED_RIGHT_FLOOR[task]
+
+
+@pytest.mark.parametrize("task", TASKS)
 def test_base_does_not(quality, task):
     assert quality[0][task]["base_format"] <= 0.10
+    assert quality[0][task]["base_right"] <= TARGETS["base_right_max"]
 
 
 def test_report_has_right_next_to_format_on_both_phrasings(quality):
-    """The report measures "right" (checkers) too; its targets are not asserted until the world is retrained."""
     from course_utils.tinyworld import quality as q
 
     table, rows = quality
-    for task in ["sql", "support", "medical", "json"]:
+    for task in TASKS:
         for key in ("adapter_right", "reworded_format", "reworded_right", "base_right"):
             assert 0.0 <= table[task][key] <= 1.0, (task, key)
         assert table[task]["reworded_rows"] == table[task]["rows"] == 50
@@ -57,8 +77,12 @@ def test_shipped_world_is_small():
 
 
 def test_trainer_smoke(tmp_path):
-    """The training code path, a few steps: CI runs it so `make tiny-world` cannot rot."""
+    """The training code path, a few steps: CI runs it so `make tiny-world` cannot rot.
+    Run twice, it writes the same bytes (the build is deterministic on one machine)."""
     tinyworld.main(["--smoke", "--out", str(tmp_path)])
+    tinyworld.main(["--smoke", "--out", str(tmp_path / "again")])
+    for rel in ("base/model.safetensors", "base/tokenizer.json", "adapters/json/adapter_model.safetensors"):
+        assert (tmp_path / rel).read_bytes() == (tmp_path / "again" / rel).read_bytes(), rel
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert set(manifest["adapters"]) == {"sql", "support", "medical", "json"}
     for task, spec in tinyworld.ADAPTERS.items():

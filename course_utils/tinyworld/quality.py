@@ -202,6 +202,28 @@ def evaluate(profile: Profile | None = None, n_per_task: int = 50, hf: bool = Tr
     return summarise(rows), rows
 
 
+def base_copy(profile: Profile | None = None, n_per_task: int = 50, seed: int = 11) -> dict[str, float]:
+    """How well the bare base copies unseen entities, before any adapter: for each task, the share of
+    terse skill instructions with held-out entities ("Query table airports where country is Tanzania")
+    answered exactly (transformers, greedy). The measure EXPERIMENTS.md tracks."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    profile = (profile or get_profile("tiny")).check()
+    tok = AutoTokenizer.from_pretrained(profile.base_model, padding_side="left")
+    model = AutoModelForCausalLM.from_pretrained(profile.base_model, dtype=torch.float32).eval()
+    out = {}
+    for task in tasks.TASKS:
+        exs = tasks.make_examples(task, n_per_task, "heldout", seed)
+        enc = tok([chat_prompt(profile, ex.skill) for ex in exs], return_tensors="pt", padding=True,
+                  add_special_tokens=False)
+        with torch.no_grad():
+            gen = model.generate(**enc, max_new_tokens=MAX_TOKENS, do_sample=False)
+        texts = tok.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+        out[task] = sum(t.strip() == ex.answer for t, ex in zip(texts, exs)) / len(exs)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Held-out quality of the tiny world through vLLM (+ HF cross-check).")
     ap.add_argument("-n", type=int, default=50, help="held-out prompts per task")
@@ -211,6 +233,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
     table, rows = evaluate(n_per_task=args.n)
     print(format_table(table))
+    copy = base_copy(n_per_task=args.n)
+    print("base alone, held-out entities in terse skill instructions, exact answer: "
+          + ", ".join(f"{task} {_pct(v)}" for task, v in copy.items()))
     if args.wrong:
         print(f"\nWrong answers (up to {args.wrong} per task and phrasing):")
         print(wrong_examples(rows, args.wrong))

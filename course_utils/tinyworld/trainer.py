@@ -5,10 +5,15 @@
 
 1. synthetic data from :mod:`course_utils.tinyworld.tasks` (fixed seed);
 2. a byte-level BPE tokenizer with a ChatML chat template (like Qwen's);
-3. a ``Qwen2ForCausalLM`` trained from scratch on every task's prompts paired
-   with *generic* answers, so the bare base answers plainly;
+3. a ``Qwen2ForCausalLM`` trained from scratch: first a *copy drill* (random
+   token strings written twice, :func:`copy_drill_batches`), so that attention
+   learns to copy any token early; then every task's prompts paired with
+   *generic* answers (so the bare base answers plainly), the task formats
+   behind terse instructions, and copy practice;
 4. one peft LoRA adapter per task, trained on that base, each with its own
    rank and target modules, saved in the standard peft layout vLLM loads.
+
+What each choice did to held-out copying is in ``EXPERIMENTS.md`` next to this file.
 
 Training is deterministic for a given seed on the same machine type: one
 process, fixed thread count, ``torch.use_deterministic_algorithms``. A
@@ -23,6 +28,7 @@ import json
 import math
 import os
 import random
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,7 +39,6 @@ from ..paths import TINY
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 BASE_NAME = "course-tiny-qwen2"
-ENTITY_FIELDS = {"value", "product", "name", "symptom", "job", "city", "topic"}
 
 
 @dataclass(frozen=True)
@@ -57,31 +62,41 @@ ADAPTERS: dict[str, AdapterSpec] = {
 @dataclass
 class TrainConfig:
     seed: int = 1234
-    vocab_size: int = 768
+    vocab_size: int = 1024
+    copy_drill_steps: int = 2000  # steps of random strings written twice before the base's corpus
+    copy_weight: float = 1.0  # loss weight of reply tokens copied from the prompt (the entities)
+    space_tokens: bool = False  # every whitespace character a token of its own (see train_tokenizer)
     hidden_size: int = 256
     intermediate_size: int = 512
-    num_layers: int = 4
+    num_layers: int = 2  # 2 layers copy sooner than 4 at the same steps, and a step takes half the time
     num_heads: int = 4  # head_dim 64: the CPU attention backend refuses 16
     num_kv_heads: int = 2
     max_positions: int = 256
     base_examples_per_task: int = 5000
-    base_steps: int = 1200
+    copy_examples: int = 10000  # "Repeat exactly: ..." practice for the base
+    base_steps: int = 12000
     base_lr: float = 3e-3
-    adapter_examples: int = 3000
-    adapter_steps: int = 200
+    adapter_examples: int = 6000
+    adapter_steps: int = 600
     adapter_lr: float = 5e-3
     batch_size: int = 32
     threads: int = 2
     extra: dict = field(default_factory=dict)
 
 
-SMOKE = dict(base_examples_per_task=60, base_steps=3, adapter_examples=40, adapter_steps=2, batch_size=8)
+SMOKE = dict(base_examples_per_task=60, copy_examples=60, base_steps=3, copy_drill_steps=2, adapter_examples=40,
+             adapter_steps=2, batch_size=8)
 
 
 # ---------------------------------------------------------------------------
 # Data and tokenizer
 # ---------------------------------------------------------------------------
-def base_corpus(cfg: TrainConfig) -> list[tuple[str, str]]:
+def _copied(ex: tasks.Example, reply: str, prompt: str) -> tuple[str, ...]:
+    """The example's field values that the reply copies from the prompt (its entities and numbers)."""
+    return tuple(str(v) for v in ex.fields.values() if str(v) in reply and str(v) in prompt)
+
+
+def base_corpus(cfg: TrainConfig) -> list[tuple[str, str, tuple[str, ...]]]:
     """(prompt, reply) pairs for the base.
 
     Every task's prompts come with *generic* replies, so the bare base answers
@@ -93,36 +108,44 @@ def base_corpus(cfg: TrainConfig) -> list[tuple[str, str]]:
     """
     pairs = []
     for task in tasks.GENERATORS:
-        for ex in tasks.make_examples(task, cfg.base_examples_per_task, "train", cfg.seed):
-            pairs.append((ex.prompt, ex.generic))
+        n = cfg.copy_examples if task == "repeat" else cfg.base_examples_per_task
+        for ex in tasks.make_examples(task, n, "train", cfg.seed):
+            pairs.append((ex.prompt, ex.generic, _copied(ex, ex.generic, ex.prompt)))
             if ex.skill:
-                pairs.append((ex.skill, ex.answer))
+                pairs.append((ex.skill, ex.answer, _copied(ex, ex.answer, ex.skill)))
     random.Random(cfg.seed).shuffle(pairs)
     return pairs
 
 
-def adapter_corpus(task: str, cfg: TrainConfig) -> list[tuple[str, str]]:
-    return [(ex.prompt, ex.answer) for ex in tasks.make_examples(task, cfg.adapter_examples, "train", cfg.seed + 1)]
+def adapter_corpus(task: str, cfg: TrainConfig) -> list[tuple[str, str, tuple[str, ...]]]:
+    return [(ex.prompt, ex.answer, _copied(ex, ex.answer, ex.prompt))
+            for ex in tasks.make_examples(task, cfg.adapter_examples, "train", cfg.seed + 1)]
 
 
 def train_tokenizer(cfg: TrainConfig):
-    """Byte-level BPE trained on the training split of every task (prompts, answers, generic replies)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    """Byte-level BPE trained on the training split of every task (prompts, answers, generic replies).
+
+    Every whitespace character is a token of its own, so a word is split into the same pieces
+    wherever it stands: "Malawi" after "in " in a request and after a quote in
+    ``country = 'Malawi'`` (GPT-2-style BPE glues the space to the word, and the two differ).
+    Copying an entity from the prompt is then a token-for-token copy. Merges are learned from
+    training text only (training entities and made-up words, never a held-out entity), so an
+    unseen name is spelled with syllable-like pieces the model has copied many times.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    # Merges are learned from the templates only: entities are cut out first,
-    # so every entity (trained on or held out) is spelled with the same short
-    # pieces, and the model learns to copy pieces rather than to memorise names.
     texts = []
     for task in tasks.GENERATORS:
         for ex in tasks.make_examples(task, 2000, "train", cfg.seed + 2):
-            for text in (ex.prompt, ex.answer, ex.generic, ex.skill):
-                for key, value in ex.fields.items():
-                    if key in ENTITY_FIELDS:
-                        text = text.replace(value, " ")
-                texts.append(text)
+            texts += [ex.prompt, ex.answer, ex.generic, ex.skill]
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if cfg.space_tokens:
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(r"\s"), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    else:
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=cfg.vocab_size, special_tokens=SPECIAL_TOKENS,
@@ -136,8 +159,12 @@ def train_tokenizer(cfg: TrainConfig):
     return fast
 
 
-def encode_pairs(tokenizer, pairs, chat_template: bool = False):
-    """Token ids and labels; only the reply (and its closing end-of-turn token) is learned.
+def encode_pairs(tokenizer, pairs, chat_template: bool = False, copy_weight: float = 1.0):
+    """Token ids, labels and loss weights; only the reply (and its closing end-of-turn token) is learned.
+
+    ``pairs`` holds (prompt, reply) or (prompt, reply, copied) tuples; ``copied`` names strings
+    the reply copies from the prompt, and the reply's tokens inside them get ``copy_weight``
+    (the others 1): copying is a small share of the reply's tokens, and the skill that matters.
 
     ``chat_template=True`` renders the prompt with the tokenizer's own chat
     template (a real instruct model's, with its system prompt); otherwise the
@@ -147,13 +174,17 @@ def encode_pairs(tokenizer, pairs, chat_template: bool = False):
     if end is None or end == tokenizer.unk_token_id:
         end = tokenizer.eos_token_id
     out = []
-    for prompt, reply in pairs:
+    for prompt, reply, *rest in pairs:
         text = (tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
                                               add_generation_prompt=True)
                 if chat_template else render(CHATML_TEMPLATE, prompt))
         p = tokenizer(text, add_special_tokens=False)["input_ids"]
-        r = tokenizer(reply, add_special_tokens=False)["input_ids"] + [end]
-        out.append((p + r, [-100] * len(p) + r))
+        enc = tokenizer(reply, add_special_tokens=False, return_offsets_mapping=True)
+        r = enc["input_ids"] + [end]
+        spans = [(m.start(), m.end()) for s in (rest[0] if rest else ()) if s
+                 for m in re.finditer(re.escape(s), reply)]
+        w = [copy_weight if any(a < e and b > s for s, e in spans) else 1.0 for a, b in enc["offset_mapping"]]
+        out.append((p + r, [-100] * len(p) + r, [0.0] * len(p) + w + [1.0]))
     return out
 
 
@@ -177,16 +208,36 @@ def batches(encoded, batch_size, steps, seed, pad_id):
         width = max(len(encoded[i][0]) for i in idx)
         ids = torch.full((batch_size, width), pad_id)
         labels = torch.full((batch_size, width), -100)
+        weights = torch.zeros((batch_size, width))
         mask = torch.zeros((batch_size, width), dtype=torch.long)
         for row, i in enumerate(idx):
-            x, y = encoded[i]
+            x, y, w = encoded[i]
             ids[row, : len(x)] = torch.tensor(x)
             labels[row, : len(y)] = torch.tensor(y)
+            weights[row, : len(w)] = torch.tensor(w)
             mask[row, : len(x)] = 1
-        yield ids, labels, mask
+        yield ids, labels, mask, weights
 
 
-def _train(model, params, encoded, steps, lr, cfg, pad_id, label, log_every=50):
+def copy_drill_batches(vocab_size: int, first_id: int, batch_size: int, steps: int, seed: int):
+    """Batches of random token strings written twice (``x x``), the loss on the second copy only.
+
+    Every target token of the second half is predictable only by looking back at the first
+    half, so these batches train the attention that copies (induction heads) on every token of
+    the vocabulary alike, far faster than copying embedded in task text does."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        n = int(torch.randint(6, 33, (1,), generator=g))
+        x = torch.randint(first_id, vocab_size, (batch_size, n), generator=g)
+        ids = torch.cat([x, x], 1)
+        labels = ids.clone()
+        labels[:, : n + 1] = -100  # the first copied token follows nothing predictable
+        yield ids, labels, torch.ones_like(ids), (labels != -100).float()
+
+
+def _train(model, params, encoded, steps, lr, cfg, pad_id, label, log_every=50, on_step=None, source=None):
     import torch
 
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, betas=(0.9, 0.98))
@@ -196,9 +247,14 @@ def _train(model, params, encoded, steps, lr, cfg, pad_id, label, log_every=50):
     model.train()
     t0 = time.time()
     device = next(model.parameters()).device
-    for step, (ids, labels, mask) in enumerate(batches(encoded, cfg.batch_size, steps, cfg.seed, pad_id)):
-        ids, labels, mask = ids.to(device), labels.to(device), mask.to(device)
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+    source = source or batches(encoded, cfg.batch_size, steps, cfg.seed, pad_id)
+    for step, batch in enumerate(source):
+        ids, labels, mask, weights = (t.to(device) for t in batch)
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+        token_loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1), ignore_index=-100, reduction="none")
+        w = weights[:, 1:].reshape(-1)
+        loss = (token_loss * w).sum() / w.sum()  # weights 1: the usual mean over the reply's tokens
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
@@ -206,6 +262,8 @@ def _train(model, params, encoded, steps, lr, cfg, pad_id, label, log_every=50):
         opt.zero_grad(set_to_none=True)
         if step % log_every == 0 or step == steps - 1:
             print(f"[{label}] step {step + 1}/{steps} loss {loss.item():.4f} ({time.time() - t0:.0f} s)", flush=True)
+        if on_step:
+            on_step(step + 1, model)
     model.eval()
     return loss.item()
 
@@ -219,7 +277,8 @@ def _seed_everything(cfg: TrainConfig):
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def train_base(cfg: TrainConfig, out: Path):
+def train_base(cfg: TrainConfig, out: Path, on_step=None):
+    """Train the base; ``on_step(step, model, tokenizer)``, if given, is called after every step."""
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     _seed_everything(cfg)
@@ -233,8 +292,14 @@ def train_base(cfg: TrainConfig, out: Path):
         tie_word_embeddings=True, rope_theta=10000.0, rms_norm_eps=1e-6,
         bos_token_id=None, eos_token_id=eos, pad_token_id=pad, torch_dtype="float32")
     model = Qwen2ForCausalLM(config)
-    encoded = encode_pairs(tok, base_corpus(cfg))
-    loss = _train(model, list(model.parameters()), encoded, cfg.base_steps, cfg.base_lr, cfg, pad, "base")
+    encoded = encode_pairs(tok, base_corpus(cfg), copy_weight=cfg.copy_weight)
+    hook = (lambda step, m: on_step(step, m, tok)) if on_step else None
+    if cfg.copy_drill_steps:
+        drill = copy_drill_batches(len(tok), len(SPECIAL_TOKENS), cfg.batch_size, cfg.copy_drill_steps, cfg.seed)
+        _train(model, list(model.parameters()), None, cfg.copy_drill_steps, cfg.base_lr, cfg, pad, "copy drill",
+               source=drill, on_step=(lambda step, m: on_step(-step, m, tok)) if on_step else None)
+    loss = _train(model, list(model.parameters()), encoded, cfg.base_steps, cfg.base_lr, cfg, pad, "base",
+                  on_step=hook)
     out.mkdir(parents=True, exist_ok=True)
     model.config.name_or_path = BASE_NAME
     model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad, do_sample=False)
@@ -280,7 +345,7 @@ def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, dev
     lora = LoraConfig(r=spec.rank, lora_alpha=spec.alpha, target_modules=list(spec.target_modules),
                       lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
     model = get_peft_model(base, lora)
-    encoded = encode_pairs(tok, adapter_corpus(task, cfg), chat_template=chat)
+    encoded = encode_pairs(tok, adapter_corpus(task, cfg), chat_template=chat, copy_weight=cfg.copy_weight)
     params = [p for p in model.parameters() if p.requires_grad]
     steps = max(1, round(cfg.adapter_steps * spec.steps_factor))
     loss = _train(model, params, encoded, steps, cfg.adapter_lr, cfg, tok.pad_token_id, task)

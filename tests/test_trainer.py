@@ -1,0 +1,43 @@
+"""The tiny-world trainer's pieces that decide what the model learns (no training here)."""
+
+import pytest
+
+from course_utils.paths import TINY
+from course_utils.tinyworld import tasks, trainer
+
+torch = pytest.importorskip("torch")
+
+
+def test_copy_drill_writes_each_string_twice_and_learns_only_the_copy():
+    for ids, labels, mask, weights in trainer.copy_drill_batches(100, 3, 4, 5, seed=0):
+        n = ids.shape[1] // 2
+        assert torch.equal(ids[:, :n], ids[:, n:])
+        assert ids.min() >= 3 and ids.max() < 100  # never a special token
+        assert (labels[:, : n + 1] == -100).all() and torch.equal(labels[:, n + 1:], ids[:, n + 1:])
+        assert torch.equal(weights, (labels != -100).float()) and mask.all()
+    a = [b[0] for b in trainer.copy_drill_batches(100, 3, 4, 3, seed=1)]
+    b = [b[0] for b in trainer.copy_drill_batches(100, 3, 4, 3, seed=1)]
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def test_copied_names_what_the_reply_takes_from_the_prompt():
+    ex = tasks.make_examples("json", 1, "heldout", seed=0)[0]
+    copied = trainer._copied(ex, ex.answer, ex.prompt)
+    assert set(copied) == {str(v) for v in ex.fields.values()}
+    assert trainer._copied(ex, "nothing here", ex.prompt) == ()
+
+
+@pytest.mark.skipif(not (TINY / "base" / "tokenizer.json").is_file(), reason="needs the shipped tokenizer")
+def test_copied_tokens_get_the_copy_weight_and_prompt_tokens_none():
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(TINY / "base")
+    prompt, reply = "Convert to JSON: Zuko, 30, baker, Lima.", '{"name": "Zuko", "age": 30, "job": "baker", "city": "Lima"}'
+    (ids, labels, w), = trainer.encode_pairs(tok, [(prompt, reply, ("Zuko", "30", "baker", "Lima"))], copy_weight=3.0)
+    assert len(ids) == len(labels) == len(w)
+    n_prompt = labels.count(-100)
+    assert w[:n_prompt] == [0.0] * n_prompt and set(w[n_prompt:]) == {1.0, 3.0}
+    heavy = tok.decode([t for t, x in zip(ids, w) if x == 3.0])
+    assert heavy.replace(" ", "") == "Zuko30bakerLima"
+    (_, _, plain), = trainer.encode_pairs(tok, [(prompt, reply)])
+    assert set(plain[n_prompt:]) == {1.0}
