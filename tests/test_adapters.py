@@ -12,6 +12,7 @@ import pytest
 from course_utils import get_profile
 from course_utils.adapters import (AdapterError, check_adapter, module_rank, read_adapter, read_safetensors_header,
                                    smallest_rank_that_fits, targets_module)
+from course_utils.arch import arch
 
 TINY = get_profile("tiny")
 Q = "base_model.model.model.layers.{}.self_attn.q_proj"
@@ -67,7 +68,8 @@ def test_ranks_cover_8_to_64_and_one_adapts_the_mlp():
     infos = {n: read_adapter(TINY.adapter(n)) for n in TINY.adapters}
     assert {n: i.rank for n, i in infos.items()} == {"sql": 16, "support": 8, "medical": 32, "json": 64}
     assert infos["support"].target_modules == ["q_proj", "v_proj"]
-    assert len(infos["support"].modules) == 8  # q_proj and v_proj of 4 layers
+    layers = arch(TINY.base_model).layers
+    assert len(infos["support"].modules) == 2 * layers  # q_proj and v_proj of every layer
     assert any("down_proj" in i.target_modules for i in infos.values())
 
 
@@ -205,7 +207,8 @@ def test_output_side_of_another_base(tmp_path):
 
 def test_too_many_layers(tmp_path):
     d = fake_adapter(tmp_path, layers=9)
-    with pytest.raises(AdapterError, match="weights for layer 4, but the base model .* has 4 layers"):
+    n = arch(TINY.base_model).layers
+    with pytest.raises(AdapterError, match=f"weights for layer {n}, but the base model .* has {n} layers"):
         check_adapter(d, TINY.base_model)
 
 

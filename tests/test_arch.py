@@ -74,7 +74,7 @@ def test_qwen_projection_shapes_are_d_in_d_out():
 def test_the_tiny_base():
     a = A.arch(REPO / "data" / "tiny" / "base")
     assert (a.layers, a.hidden, a.heads, a.kv_heads, a.head_dim, a.intermediate, a.vocab, a.tied) == \
-        (4, 256, 4, 2, 64, 512, 768, True)
+        (2, 256, 4, 2, 64, 512, 1024, True)
     assert A.arch(a) is a
     assert A.module_path(3, "q_proj") == "model.layers.3.self_attn.q_proj"
     assert A.module_path(0, "down_proj") == "model.layers.0.mlp.down_proj"
