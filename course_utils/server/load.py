@@ -119,7 +119,7 @@ def queue_sample(metrics_text: str) -> dict:
 
 
 def burst(srv: Server, models: list[str], *, per_model: int = 8, prompt: str = "Hello", max_tokens: int = 32,
-          scrape_every: float = 0.2) -> dict:
+          scrape_every: float = 0.05) -> dict:
     """Send ``per_model`` requests to each model at once and scrape /metrics while they run.
 
     Returns the wall time of the burst, each request's model/latency/status, the
