@@ -310,12 +310,7 @@ def _check_fits_base(info: AdapterInfo, base_model) -> None:
         a = arch(base_cfg)
     except ConfigError as e:
         raise AdapterError(f"base model {base_model}: {e}") from None
-    beyond = sorted(x for x in map(_layer_of, info.modules) if x is not None and x >= a.layers)
-    if beyond:
-        raise AdapterError(
-            f"adapter {info.name!r} was made for another base: it has weights for layer {beyond[0]}, "
-            f"but the base model ({base_model}) has {a.layers} layers. Use an adapter trained on "
-            f"this base ({base_cfg.get('_name_or_path') or base_model}).")
+    # Shapes first: a wrong width says more about the adapter's base than a layer count does.
     shapes = projection_shapes(a)
     for module, pair in info.modules.items():
         proj = module.rsplit(".", 1)[-1]
@@ -329,6 +324,12 @@ def _check_fits_base(info: AdapterInfo, base_model) -> None:
                     f"{side} size {got}, but this base's {proj} has {need} (hidden_size "
                     f"{a.hidden}). Use an adapter trained on this base "
                     f"(adapter says base_model_name_or_path={info.base_model_name!r}).")
+    beyond = sorted(x for x in map(_layer_of, info.modules) if x is not None and x >= a.layers)
+    if beyond:
+        raise AdapterError(
+            f"adapter {info.name!r} was made for another base: it has weights for layer {beyond[0]}, "
+            f"but the base model ({base_model}) has {a.layers} layers. Use an adapter trained on "
+            f"this base ({base_cfg.get('_name_or_path') or base_model}).")
 
 
 def check_adapter(path: str | Path, base_model: str | Path | None = None, max_lora_rank: int | None = None,
