@@ -206,22 +206,12 @@ def base_copy(profile: Profile | None = None, n_per_task: int = 50, seed: int = 
     """How well the bare base copies unseen entities, before any adapter: for each task, the share of
     terse skill instructions with held-out entities ("Query table airports where country is Tanzania")
     answered exactly (transformers, greedy). The measure EXPERIMENTS.md tracks."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     profile = (profile or get_profile("tiny")).check()
-    tok = AutoTokenizer.from_pretrained(profile.base_model, padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(profile.base_model, dtype=torch.float32).eval()
-    out = {}
-    for task in tasks.TASKS:
-        exs = tasks.make_examples(task, n_per_task, "heldout", seed)
-        enc = tok([chat_prompt(profile, ex.skill) for ex in exs], return_tensors="pt", padding=True,
-                  add_special_tokens=False)
-        with torch.no_grad():
-            gen = model.generate(**enc, max_new_tokens=MAX_TOKENS, do_sample=False)
-        texts = tok.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-        out[task] = sum(t.strip() == ex.answer for t, ex in zip(texts, exs)) / len(exs)
-    return out
+    exs = [ex for task in tasks.TASKS for ex in tasks.make_examples(task, n_per_task, "heldout", seed)]
+    rows = [Row(ex.task, None, ex.skill, ex.fields) for ex in exs]
+    run_hf(profile, rows)
+    return {task: sum(r.hf == ex.answer for r, ex in zip(rows, exs) if ex.task == task) / n_per_task
+            for task in tasks.TASKS}
 
 
 def main(argv=None):

@@ -65,7 +65,6 @@ class TrainConfig:
     vocab_size: int = 1024
     copy_drill_steps: int = 2000  # steps of random strings written twice before the base's corpus
     copy_weight: float = 1.0  # loss weight of reply tokens copied from the prompt (the entities)
-    space_tokens: bool = False  # every whitespace character a token of its own (see train_tokenizer)
     hidden_size: int = 256
     intermediate_size: int = 512
     num_layers: int = 2  # 2 layers copy sooner than 4 at the same steps, and a step takes half the time
@@ -125,14 +124,12 @@ def adapter_corpus(task: str, cfg: TrainConfig) -> list[tuple[str, str, tuple[st
 def train_tokenizer(cfg: TrainConfig):
     """Byte-level BPE trained on the training split of every task (prompts, answers, generic replies).
 
-    Every whitespace character is a token of its own, so a word is split into the same pieces
-    wherever it stands: "Malawi" after "in " in a request and after a quote in
-    ``country = 'Malawi'`` (GPT-2-style BPE glues the space to the word, and the two differ).
-    Copying an entity from the prompt is then a token-for-token copy. Merges are learned from
-    training text only (training entities and made-up words, never a held-out entity), so an
-    unseen name is spelled with syllable-like pieces the model has copied many times.
+    GPT-2-style: a space is glued to the word after it. Merges are learned from training text only
+    (training entities and made-up words, never a held-out entity), so an unseen name is spelled
+    with syllable-like pieces the model has copied many times. (Making every space a token of its
+    own, so that a word splits alike after a space and after a quote, copied worse: EXPERIMENTS.md.)
     """
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     texts = []
@@ -140,12 +137,7 @@ def train_tokenizer(cfg: TrainConfig):
         for ex in tasks.make_examples(task, 2000, "train", cfg.seed + 2):
             texts += [ex.prompt, ex.answer, ex.generic, ex.skill]
     tok = Tokenizer(models.BPE())
-    if cfg.space_tokens:
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(r"\s"), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
-    else:
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=cfg.vocab_size, special_tokens=SPECIAL_TOKENS,
@@ -237,7 +229,8 @@ def copy_drill_batches(vocab_size: int, first_id: int, batch_size: int, steps: i
         yield ids, labels, torch.ones_like(ids), (labels != -100).float()
 
 
-def _train(model, params, encoded, steps, lr, cfg, pad_id, label, log_every=50, on_step=None, source=None):
+def _train(model, params, source, steps, lr, label, log_every=50, on_step=None):
+    """``steps`` optimizer steps over the batches ``source`` yields; ``on_step(label, step, model)`` after each."""
     import torch
 
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, betas=(0.9, 0.98))
@@ -247,7 +240,6 @@ def _train(model, params, encoded, steps, lr, cfg, pad_id, label, log_every=50, 
     model.train()
     t0 = time.time()
     device = next(model.parameters()).device
-    source = source or batches(encoded, cfg.batch_size, steps, cfg.seed, pad_id)
     for step, batch in enumerate(source):
         ids, labels, mask, weights = (t.to(device) for t in batch)
         logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
@@ -263,7 +255,7 @@ def _train(model, params, encoded, steps, lr, cfg, pad_id, label, log_every=50, 
         if step % log_every == 0 or step == steps - 1:
             print(f"[{label}] step {step + 1}/{steps} loss {loss.item():.4f} ({time.time() - t0:.0f} s)", flush=True)
         if on_step:
-            on_step(step + 1, model)
+            on_step(label, step + 1, model)
     model.eval()
     return loss.item()
 
@@ -278,7 +270,8 @@ def _seed_everything(cfg: TrainConfig):
 
 
 def train_base(cfg: TrainConfig, out: Path, on_step=None):
-    """Train the base; ``on_step(step, model, tokenizer)``, if given, is called after every step."""
+    """Train the base; ``on_step(label, step, model, tokenizer)``, if given, is called after every step
+    (label "copy drill", then "base")."""
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     _seed_everything(cfg)
@@ -293,13 +286,13 @@ def train_base(cfg: TrainConfig, out: Path, on_step=None):
         bos_token_id=None, eos_token_id=eos, pad_token_id=pad, torch_dtype="float32")
     model = Qwen2ForCausalLM(config)
     encoded = encode_pairs(tok, base_corpus(cfg), copy_weight=cfg.copy_weight)
-    hook = (lambda step, m: on_step(step, m, tok)) if on_step else None
+    hook = (lambda label, step, m: on_step(label, step, m, tok)) if on_step else None
+    params = list(model.parameters())
     if cfg.copy_drill_steps:
         drill = copy_drill_batches(len(tok), len(SPECIAL_TOKENS), cfg.batch_size, cfg.copy_drill_steps, cfg.seed)
-        _train(model, list(model.parameters()), None, cfg.copy_drill_steps, cfg.base_lr, cfg, pad, "copy drill",
-               source=drill, on_step=(lambda step, m: on_step(-step, m, tok)) if on_step else None)
-    loss = _train(model, list(model.parameters()), encoded, cfg.base_steps, cfg.base_lr, cfg, pad, "base",
-                  on_step=hook)
+        _train(model, params, drill, cfg.copy_drill_steps, cfg.base_lr, "copy drill", on_step=hook)
+    loss = _train(model, params, batches(encoded, cfg.batch_size, cfg.base_steps, cfg.seed, pad), cfg.base_steps,
+                  cfg.base_lr, "base", on_step=hook)
     out.mkdir(parents=True, exist_ok=True)
     model.config.name_or_path = BASE_NAME
     model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad, do_sample=False)
@@ -348,7 +341,8 @@ def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, dev
     encoded = encode_pairs(tok, adapter_corpus(task, cfg), chat_template=chat, copy_weight=cfg.copy_weight)
     params = [p for p in model.parameters() if p.requires_grad]
     steps = max(1, round(cfg.adapter_steps * spec.steps_factor))
-    loss = _train(model, params, encoded, steps, cfg.adapter_lr, cfg, tok.pad_token_id, task)
+    loss = _train(model, params, batches(encoded, cfg.batch_size, steps, cfg.seed, tok.pad_token_id), steps,
+                  cfg.adapter_lr, task)
     model.save_pretrained(out, safe_serialization=True)
     _make_portable(out, base_name)
     return {"final_loss": round(loss, 4), "rank": spec.rank, "alpha": spec.alpha, "steps": steps,
