@@ -124,3 +124,44 @@ def test_base_rows_right_after_slot_reuse_in_the_server():
     assert mixed == {alone}, "with the fix, every base row in a mixed batch is the base's own answer"
     alone_off, mixed_off = base_row_in_mixed_batches("0")
     assert alone_off == alone and mixed_off != {alone}, "without the fix the server shows the bug (test is sensitive)"
+
+
+@needs_vllm
+@pytest.mark.parametrize("indices", [[0, 1, 2, 0, 1, 2], [1, 1, 1, 0, 0, 2], [2, -1, 0, -1, 1, 1], [-1] * 6])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_grouped_ops_match_vllms_ops_with_the_fix(indices, dtype):
+    """The opt-in grouped ops give what vLLM's own ops give with the index fix: shrink, expand with and
+    without add_inputs, expand_slice; rows with index -1 get nothing."""
+    import torch
+
+    from course_utils.engine import grouped_lora
+    from vllm.lora.ops.torch_ops import lora_ops
+
+    dt = getattr(torch, dtype)
+    g = torch.Generator().manual_seed(1)
+    idx = torch.tensor(indices)
+    x = torch.randn(6, 16, generator=g).to(dt)
+    a = torch.randn(3, 1, 4, 16, generator=g).to(dt)
+    b = torch.randn(3, 1, 10, 4, generator=g).to(dt)
+    v = torch.randn(6, 4, generator=g)                      # the float32 shrink buffer vLLM passes on
+    tol = {"atol": 1e-4} if dtype == "float32" else {"atol": 0.1, "rtol": 0.02}
+
+    def shipped(name):
+        return vllm_patches._skip_rows_without_adapter(getattr(lora_ops, name).__wrapped__
+                                                       if hasattr(getattr(lora_ops, name), "__wrapped__")
+                                                       else getattr(lora_ops, name))
+
+    for name, args, out_shape, out_dtype in [
+            ("bgmv_shrink", (0.5,), (6, 4), torch.float32),
+            ("bgmv_expand", (True,), (6, 12), dt), ("bgmv_expand", (False,), (6, 12), dt),
+            ("bgmv_expand_slice", (2, 10, True), (6, 14), dt), ("bgmv_expand_slice", (2, 10, False), (6, 14), dt)]:
+        inputs, weights = (x, a) if name == "bgmv_shrink" else (v, b)
+        start = torch.randn(*out_shape, generator=g).to(out_dtype)
+        want, got = start.clone(), start.clone()
+        shipped(name)(inputs, weights, want, idx, *args)
+        grouped_lora.VLLM_OPS[name](inputs, weights, got, idx, *args)
+        assert torch.allclose(got.float(), want.float(), **tol), name
+        with vllm_patches.grouped_lora_ops():
+            via_patch = start.clone()
+            shipped(name)(inputs, weights, via_patch, idx, *args)
+            assert torch.equal(via_patch, got), name
