@@ -196,12 +196,17 @@ def layer_rows(rows: list[dict]) -> list[dict]:
     return result
 
 
+def _x(v: float) -> str:
+    """Two significant figures, never in exponent form: 1.6, 31, 120."""
+    return f"{v:.2g}" if v < 100 else f"{round(v, -1):.0f}"
+
+
 def _span(values) -> str:
     values = sorted(values)
     if not values:
         return "n/a"
     med = statistics.median(values)
-    return f"{values[0]:.2g}-{values[-1]:.2g}x (median {med:.2g}x)" if len(values) > 1 else f"{med:.2g}x"
+    return f"{_x(values[0])}-{_x(values[-1])}x (median {_x(med)}x)" if len(values) > 1 else f"{_x(med)}x"
 
 
 def verdicts(rows: list[dict]) -> list[str]:
@@ -314,6 +319,13 @@ def plot(rows: list[dict], dtype: str = "float32", ax=None, title: str | None = 
     ax.plot(xs, [2 * v for v in xs], "k:", lw=1, label="2x FLOP ratio")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))   # 1, 10, 100 rather than 10^k
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ranks = {round(100 * r["flop_ratio"], 6): r["rank"] for r in layer}  # one x position per rank
+    ax.set_xticks(sorted(ranks), [f"{x:.2g}\nr={ranks[x]}" for x in sorted(ranks)])
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("LoRA FLOPs / base FLOPs of the layer (%)")
     ax.set_ylabel("measured LoRA time / base GEMM time (%)")
     ax.set_title(title or f"one Qwen2.5-7B layer, {dtype}, CPU")
