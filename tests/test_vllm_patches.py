@@ -67,6 +67,9 @@ CHILD = textwrap.dedent("""
         with vllm_patches.cpu_lora_fix(on):
             outs = llm.generate(p, sp, lora_request=[None, sql], use_tqdm=False)
         res[str(on)] = [o.outputs[0].text for o in outs]
+    with vllm_patches.grouped_lora_ops(True):    # the course's grouped ops, switched on for this engine
+        outs = llm.generate(p, sp, lora_request=[None, sql], use_tqdm=False)
+    res["grouped"] = [o.outputs[0].text for o in outs]
     print("RESULT " + json.dumps(res))
 """)
 
@@ -80,6 +83,7 @@ def test_base_rows_right_after_slot_reuse_offline(live_child):
     assert res["True"] == [res["base"], res["sql_alone"]]  # fixed: base row = base, sql row = sql alone
     assert res["False"][0] != res["base"]  # as shipped: the base row read a reused slot
     assert res["False"][1] == res["sql_alone"]
+    assert res["grouped"] == [res["base"], res["sql_alone"]]  # grouped ops: same rows, after the same slot reuse
 
 
 @pytest.mark.live
