@@ -134,7 +134,7 @@ def test_e2e_verdict_lines_from_figures():
     lines = widebench.ratio_lines(res)
     assert "mixed / base = 0.25x" in lines[0] and "base (LoRA engine) / no LoRA = 0.80x" in lines[0]
     assert "mixed / base = 0.80x" in lines[1] and "mixed, grouped / mixed, vLLM's ops = 3.20x" in lines[1]
-    assert "70% of the mixed run" in lines[2] and "75% slower than base" in lines[2]
+    assert "70% of the mixed run" in lines[2] and "75% fewer tokens/s than base" in lines[2]
 
 
 def test_the_recorded_e2e_run_lab_03_shows():

@@ -178,8 +178,9 @@ def layer_rows(rows: list[dict]) -> list[dict]:
                                    "base_flops": 0.0, "lora_flops": 0.0})
         c = row["count"]
         acc["base_flops"] += c * 2 * row["d_in"] * row["d_out"]
+        acc["weight_elements"] = acc.get("weight_elements", 0) + c * row["d_in"] * row["d_out"]
         acc["lora_flops"] += c * 2 * row["rank"] * (row["d_in"] + row["d_out"])
-        for v in VARIANTS:
+        for v in (*VARIANTS, "merge once"):
             if v in row:
                 acc[v] = acc.get(v, 0.0) + c * row[v]
     result = []
@@ -235,11 +236,29 @@ def verdicts(rows: list[dict]) -> list[str]:
                 if r["dtype"] == dtype and "vllm-cpu" in r and "grouped" in r:
                     per_shape.setdefault(r["shape"], []).append(r["vllm-cpu"] / r["grouped"])
             lines.append("  per shape: " + "; ".join(f"{s} {_span(v)}" for s, v in per_shape.items()))
+            merged = [r for r in sel if "merged" in r and "base" in r]
+            if merged:
+                from ..arch import dtype_bytes
+
+                gib = merged[0]["weight_elements"] * dtype_bytes(dtype) / 2**30
+                lines.append(f"  merged weight: time / base GEMM {_span([r['merged'] / r['base'] for r in merged])}; "
+                             f"merging one adapter into the layer takes "
+                             f"{1e3 * statistics.median(r['merge once'] for r in merged if 'merge once' in r):.0f} ms "
+                             f"once, and each merged adapter is a {gib:.2f} GiB copy of the layer")
             worst = max((r for r in rows if r["dtype"] == dtype and "vllm-cpu" in r and "base" in r),
                         key=lambda r: r["vllm-cpu"] / r["base"], default=None)
             if worst:
                 lines.append(f"  vllm-cpu's delta costs up to {worst['vllm-cpu'] / worst['base']:.3g}x the base GEMM "
                              f"itself ({worst['shape']}, {worst['tokens']} tokens, r={worst['rank']})")
+    dtypes = {r["dtype"] for r in layer}
+    if {"float32", "bfloat16"} <= dtypes:
+        by = {(r["rank"], r["tokens"], r["adapters"], r["dtype"]): r for r in layer}
+        pairs = [(by[k[:3] + ("float32",)], by[k]) for k in by if k[3] == "bfloat16" and k[:3] + ("float32",) in by]
+        if pairs:
+            base = [f["base"] / b["base"] for f, b in pairs]
+            grouped = [f["grouped"] / b["grouped"] for f, b in pairs if "grouped" in f and "grouped" in b]
+            lines.append(f"bfloat16 vs float32 time, one layer: the base GEMM is {_span(base)} faster in bf16, "
+                         f"the grouped LoRA {_span(grouped)}")
     return lines
 
 

@@ -176,7 +176,7 @@ def ratio_lines(res: dict) -> list[str]:
         f"mixed, grouped / mixed, vLLM's ops = {m['mixed, grouped ops'] / m['mixed']:.2f}x",
         f"time inside the LoRA ops: {100 * share['mixed']:.0f}% of the mixed run with vLLM's ops, "
         f"{100 * share['mixed, grouped ops']:.0f}% with the grouped ops"
-        + (f" (the mixed run is {100 * gap:.0f}% slower than base)" if gap > 0 else ""),
+        + (f" (mixed makes {100 * gap:.0f}% fewer tokens/s than base)" if gap > 0 else ""),
         f"grouped ops give vLLM's tokens on every adapter row: {res['grouped_same_tokens_on_adapter_rows']}; "
         f"base rows give the no-LoRA engine's tokens: {res['base_rows_same_as_no_lora']}",
     ]
