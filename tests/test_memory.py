@@ -433,3 +433,15 @@ def test_gpu_profiles_allow_apply_model_but_servers_never_get_it():
         prof = get_profile(name)
         assert prof.env["VLLM_ALLOW_INSECURE_SERIALIZATION"] == "1"
         assert "VLLM_ALLOW_INSECURE_SERIALIZATION" not in Server(prof).server_env_changes()
+
+
+def test_an_over_budget_setting_says_it_does_not_fit():
+    from course_utils.memory import figures
+
+    over = figures.layout_for(max_loras=4, max_lora_rank=256)
+    assert not over.fits
+    text = over.table()
+    assert "does not fit" in text and "vLLM would refuse to start" in text and "over budget by" in text
+    assert "-0." not in text and " -" not in text.replace(" - ", "")  # no negative GiB shown
+    fine = figures.layout_for(max_loras=4, max_lora_rank=16)
+    assert fine.fits and "does not fit" not in fine.table() and fine.misfit() == ""

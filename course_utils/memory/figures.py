@@ -51,6 +51,9 @@ def draw(layouts: dict[str, Layout], ax=None, title: str = ""):
                 ax.text(left + gib / 2, row, f"{gib:.1f}", ha="center", va="center", fontsize=8, color="white"
                         if part != "free" else "black")
             left += gib
+        if not layouts[name].fits:
+            ax.text(left, row, "  does not fit: vLLM refuses to start", ha="left", va="center", fontsize=8,
+                    color="#C44E52")
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
     ax.set_xlabel("GiB")

@@ -466,6 +466,20 @@ class Layout:
     def gib(self, part: str) -> float:
         return getattr(self, part) / GiB
 
+    @property
+    def fits(self) -> bool:
+        """Whether the KV cache holds at least one ``context_len``-token sequence (else vLLM refuses to start)."""
+        return self.kv.concurrent_seqs >= 1
+
+    def misfit(self) -> str:
+        """What is missing when the setting does not fit ('' when it fits)."""
+        if self.fits:
+            return ""
+        short = self.kv.blocks_per_seq * self.kv.block_bytes - self.kv_cache
+        return (f"does not fit: the KV cache is {short / GiB:.2f} GiB short of one {self.kv.context_len:,}-token "
+                f"sequence, so vLLM would refuse to start. Lower max_lora_rank, max_loras or the context, or raise "
+                f"gpu_memory_utilization.")
+
     def table(self) -> str:
         rows = [("GPU total", self.gpu_total),
                 (f"requested (x {self.gpu_memory_utilization:.2f})", self.requested),
@@ -476,6 +490,11 @@ class Layout:
                 ("KV cache", self.kv_cache)]
         w = max(len(r[0]) for r in rows)
         lines = [f"{name:<{w}}  {b / GiB:8.2f} GiB" for name, b in rows]
+        if not self.fits:
+            over = f"over budget by {-self.kv_cache / GiB:.2f} GiB" if self.kv_cache < 0 else "too small"
+            lines[-1] = f"{'KV cache':<{w}}  {max(self.kv_cache, 0) / GiB:8.2f} GiB  ({over})"
+            lines.append(self.misfit())
+            return "\n".join(lines)
         lines.append(f"{'KV blocks x ' + str(self.kv.block_size):<{w}}  {self.kv.num_blocks:8,d}  "
                      f"({self.kv.max_tokens:,} tokens; {self.kv.concurrent_seqs} sequences of "
                      f"{self.kv.context_len:,} tokens)")
