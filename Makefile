@@ -15,7 +15,7 @@ NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
-.PHONY: setup run record test test-unit test-replay test-live test-stale jupyter tiny-world eval demo bench-labs clean
+.PHONY: setup run record test test-unit test-replay test-live test-stale test-browser jupyter tiny-world eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
@@ -57,11 +57,11 @@ record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qw
 	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.replay.stale --stamp --profile $(PROFILE) "$$nb" || exit 1; \
 	done
 
-test: setup test-unit test-stale test-replay test-live  ## everything CI runs
+test: setup test-unit test-stale test-replay test-live test-browser  ## everything CI runs
 	@echo "make test: all green"
 
 test-unit:  ## unit tests, the tiny world's quality gate, the trainer's smoke run
-	$(call timed,$(VENV)/bin/python -m pytest tests -q --durations=8)
+	$(call timed,$(VENV)/bin/python -m pytest tests -q --durations=8 --ignore=tests/browser)
 
 test-stale:  ## committed notebooks and recordings must match the code that made them
 	$(call timed,$(VENV)/bin/python -m course_utils.replay.stale $(LABS))
@@ -71,6 +71,16 @@ test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval
 
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
 	$(call timed,COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS))
+
+# Chromium comes from the system (Debian: apt install chromium); Playwright's Python package drives it.
+CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser)
+test-browser: $(READ_VENV)/.installed  ## Lab 02's explorer in headless Chromium: knobs moved, figure and numbers checked
+ifeq ($(strip $(CHROMIUM)),)
+	@echo "== test-browser: skipped: Chromium is not installed (Debian: apt install chromium)"
+else
+	@$(READ_VENV)/bin/python -c "import playwright" 2>/dev/null || $(READ_VENV)/bin/pip install -q -e '.[browser]'
+	$(call timed,CHROMIUM=$(CHROMIUM) $(READ_VENV)/bin/python -m pytest tests/browser -q -rs)
+endif
 
 # AutoDL runs as root and exposes port 6006: `make jupyter JUPYTER_OPTS="--port 6006 --ip 127.0.0.1"`.
 JUPYTER_OPTS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
