@@ -445,3 +445,21 @@ def test_an_over_budget_setting_says_it_does_not_fit():
     assert "-0." not in text and " -" not in text.replace(" - ", "")  # no negative GiB shown
     fine = figures.layout_for(max_loras=4, max_lora_rank=16)
     assert fine.fits and "does not fit" not in fine.table() and fine.misfit() == ""
+
+
+def test_kv_budget_on_a_gpu_has_no_cpu_env_and_no_reported_bytes():
+    """The GPU branch of Lab 02's KV check: vLLM leaves kv_cache_memory_bytes None, the qwen7b profile
+    has no VLLM_CPU_KVCACHE_SPACE; the budget then comes from vLLM's block count (no KeyError)."""
+    from course_utils import memory
+    from course_utils.profiles import get_profile
+
+    cfg = memory.load_config("qwen2.5-7b-instruct")
+    gpu = get_profile("qwen7b")
+    assert "VLLM_CPU_KVCACHE_SPACE" not in gpu.env
+    kv = {"num_blocks": 4792, "block_size": 16, "kv_cache_memory_bytes": None}
+    got, source = memory.kv_budget(kv, gpu.env, cfg, "bfloat16")
+    assert got == 4792 * memory.kv_page_bytes(cfg, 16, "bfloat16") * 28 and "block count" in source
+    assert memory.kv_cache(cfg, got, 16, "bfloat16").num_blocks == 4792
+    # on CPU: what vLLM reports wins, else the profile's setting
+    assert memory.kv_budget({**kv, "kv_cache_memory_bytes": 123}, {}, cfg, "bfloat16") == (123, "vLLM (kv_cache_memory_bytes)")
+    assert memory.kv_budget(kv, {"VLLM_CPU_KVCACHE_SPACE": "1"}, cfg, "bfloat16")[0] == memory.GiB

