@@ -35,6 +35,38 @@ def parts(layout: Layout) -> dict[str, float]:
     }
 
 
+def misfit(layout: Layout) -> str:
+    """What is missing when ``layout`` does not fit ('' when it fits)."""
+    if layout.fits:
+        return ""
+    kv = layout.kv
+    short = kv.blocks_per_seq * kv.block_bytes - layout.kv_cache
+    return (f"does not fit: the KV cache is {short / GiB:.2f} GiB short of one {kv.context_len:,}-token "
+            f"sequence, so vLLM would refuse to start. Lower max_lora_rank, max_loras or the context, or raise "
+            f"gpu_memory_utilization.")
+
+
+def layout_table(p: Layout) -> str:
+    """Every part of the layout in GiB, then the KV blocks (or what is missing) and the host cache."""
+    rows = [("GPU total", p.gpu_total),
+            (f"requested (x {p.gpu_memory_utilization:.2f})", p.requested),
+            (f"weights ({p.quant or p.dtype})", p.weights),
+            (f"LoRA buffers ({p.max_loras} x rank {p.max_lora_rank}, {p.lora_dtype})", p.lora_buffers),
+            ("Punica metadata", p.punica),
+            ("activation peak", p.activation), ("non-torch", p.non_torch), ("CUDA graphs", p.cudagraph),
+            ("KV cache", p.kv_cache)]
+    w = max(len(r[0]) for r in rows)
+    lines = [f"{name:<{w}}  {b / GiB:8.2f} GiB" for name, b in rows]
+    if not p.fits:
+        over = f"over budget by {-p.kv_cache / GiB:.2f} GiB" if p.kv_cache < 0 else "too small"
+        lines[-1] = f"{'KV cache':<{w}}  {max(p.kv_cache, 0) / GiB:8.2f} GiB  ({over})"
+        return "\n".join([*lines, misfit(p)])
+    lines.append(f"{'KV blocks x ' + str(p.kv.block_size):<{w}}  {p.kv.num_blocks:8,d}  "
+                 f"({p.kv.max_tokens:,} tokens; {p.kv.concurrent_seqs} sequences of {p.kv.context_len:,} tokens)")
+    lines.append(f"{'host adapter cache (' + str(p.max_cpu_loras) + ')':<{w}}  {p.host_adapter_cache / GiB:8.2f} GiB")
+    return "\n".join(lines)
+
+
 def draw(layouts: dict[str, Layout], ax=None, title: str = ""):
     """Horizontal stacked bars, one per labelled layout."""
     import matplotlib.pyplot as plt

@@ -59,9 +59,11 @@ KiB = 1 << 10
 MiB = 1 << 20
 GiB = 1 << 30
 
-# An RTX 4090 reports 24,564 MiB (nvidia-smi; e.g. vllm-project/vllm#7553),
-# that is 23.99 GiB, which is what vLLM's total_memory sees.
-RTX_4090_BYTES = 24564 * MiB
+# What vLLM plans with is the total CUDA reports through torch (vLLM 0.26.0 reads it with
+# torch.accelerator.get_memory_info): for an RTX 4090, 25,386,352,640 bytes (CUDA's deviceQuery prints
+# "24210 MBytes (25386352640 bytes)"; PyTorch's out-of-memory message says "total capacity of 23.64 GiB").
+# nvidia-smi shows a larger 24,564 MiB (23.99 GiB), which vLLM never sees.
+RTX_4090_BYTES = 25_386_352_640
 
 # --- Defaults for what vLLM measures at start-up --------------------------
 # vLLM profiles one dummy forward of max_num_batched_tokens tokens (8192 for
@@ -473,34 +475,15 @@ class Layout:
 
     def misfit(self) -> str:
         """What is missing when the setting does not fit ('' when it fits)."""
-        if self.fits:
-            return ""
-        short = self.kv.blocks_per_seq * self.kv.block_bytes - self.kv_cache
-        return (f"does not fit: the KV cache is {short / GiB:.2f} GiB short of one {self.kv.context_len:,}-token "
-                f"sequence, so vLLM would refuse to start. Lower max_lora_rank, max_loras or the context, or raise "
-                f"gpu_memory_utilization.")
+        from .figures import misfit
+
+        return misfit(self)
 
     def table(self) -> str:
-        rows = [("GPU total", self.gpu_total),
-                (f"requested (x {self.gpu_memory_utilization:.2f})", self.requested),
-                (f"weights ({self.quant or self.dtype})", self.weights),
-                (f"LoRA buffers ({self.max_loras} x rank {self.max_lora_rank}, {self.lora_dtype})", self.lora_buffers),
-                ("Punica metadata", self.punica),
-                ("activation peak", self.activation), ("non-torch", self.non_torch), ("CUDA graphs", self.cudagraph),
-                ("KV cache", self.kv_cache)]
-        w = max(len(r[0]) for r in rows)
-        lines = [f"{name:<{w}}  {b / GiB:8.2f} GiB" for name, b in rows]
-        if not self.fits:
-            over = f"over budget by {-self.kv_cache / GiB:.2f} GiB" if self.kv_cache < 0 else "too small"
-            lines[-1] = f"{'KV cache':<{w}}  {max(self.kv_cache, 0) / GiB:8.2f} GiB  ({over})"
-            lines.append(self.misfit())
-            return "\n".join(lines)
-        lines.append(f"{'KV blocks x ' + str(self.kv.block_size):<{w}}  {self.kv.num_blocks:8,d}  "
-                     f"({self.kv.max_tokens:,} tokens; {self.kv.concurrent_seqs} sequences of "
-                     f"{self.kv.context_len:,} tokens)")
-        lines.append(f"{'host adapter cache (' + str(self.max_cpu_loras) + ')':<{w}}  "
-                     f"{self.host_adapter_cache / GiB:8.2f} GiB")
-        return "\n".join(lines)
+        """The layout as a text table (:func:`course_utils.memory.figures.layout_table`)."""
+        from .figures import layout_table
+
+        return layout_table(self)
 
 
 def _adapter_entries(adapters, base_config, lora_dtype) -> list[tuple[str, int, int, int]]:
@@ -550,7 +533,7 @@ def plan(model_config, adapters=(), gpu_gb: float = 24, dtype="bfloat16", quant=
     """Lay out one GPU for ``LLM(model, enable_lora=True, max_loras=..., max_lora_rank=..., ...)``.
 
     ``gpu_gb`` is GiB as vLLM counts them (``gpu_bytes`` overrides; an RTX 4090 is
-    ``RTX_4090_BYTES`` = 23.99 GiB). ``quant``: None follows the config ('awq' for the AWQ
+    ``RTX_4090_BYTES`` = 23.64 GiB, what CUDA reports). ``quant``: None follows the config ('awq' for the AWQ
     checkpoint), 'awq' forces AWQ int4, 'none' forces unquantized. ``adapters``: folders,
     AdapterInfo, adapter_config dicts or (name, dict) pairs; their ranks are checked against
     max_lora_rank and the largest ``max_cpu_loras`` of them fill the host-side cache.
