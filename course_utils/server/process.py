@@ -270,6 +270,10 @@ class Server:
     def _start_live(self) -> dict:
         _install_hooks()
         cleanup_stale(verbose=True)
+        if self.profile.hardware == "cuda":   # room on the card? (vLLM's own error would not say who holds it)
+            from ..gpu.free import ensure_room
+
+            ensure_room(self.profile.engine.get("gpu_memory_utilization", 0.9), what=f"the server {self.label!r}")
         self.port = self.port or free_port(self.host)
         self.command = self.launch.argv(self.port)
         t0 = time.monotonic()
