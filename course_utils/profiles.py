@@ -124,7 +124,13 @@ def _tiny() -> Profile:
 # GPU profiles keep vLLM's engine process (deleting an LLM then frees all of its GPU memory).
 # Labs 02/03 measure the engine's LoRA buffers with llm.apply_model, which sends a function to
 # that process. Offline LLM engines only; course_utils.server never passes this to a server.
-GPU_ENV = {**QUIET_ENV, "VLLM_ALLOW_INSECURE_SERIALIZATION": "1"}
+# VLLM_BATCH_INVARIANT=1: the labs prove "batching does not change answers" token for token. In bf16 on
+# CUDA that needs vLLM's batch-invariant mode: without it the LoRA shrink kernel splits K with atomic adds
+# for small batches (vllm/lora/ops/triton_ops/utils.py, kernel_utils.py), so a token can flip with the
+# batch's composition. In vLLM 0.26.0 the mode covers an RTX 4090 (sm_89: Triton persistent matmul for
+# mm/addmm/matmul/linear, model_executor/layers/batch_invariant.py), sets the LoRA shrink to split_k=1,
+# and FlashAttention declares supports_batch_invariance. It is slower: Lab 01 says so.
+GPU_ENV = {**QUIET_ENV, "VLLM_ALLOW_INSECURE_SERIALIZATION": "1", "VLLM_BATCH_INVARIANT": "1"}
 
 
 def _qwen7b() -> Profile:

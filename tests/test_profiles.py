@@ -62,3 +62,13 @@ def test_paths_json_is_used(monkeypatch, tmp_path):
     monkeypatch.setenv("COURSE_MODELS_DIR", str(tmp_path))
     p = get_profile("qwen7b")
     assert p.base_model == "/data/qwen" and p.adapters["sql"] == "/data/sql"
+
+
+def test_gpu_profiles_run_batch_invariant_and_the_tiny_one_does_not():
+    """The labs assert identical greedy tokens across batch compositions; in bf16 on CUDA that holds
+    only in vLLM's batch-invariant mode (see GPU_ENV in course_utils/profiles.py)."""
+    from course_utils.profiles import get_profile
+
+    for name in ("qwen7b", "llama3b"):
+        assert get_profile(name).env.get("VLLM_BATCH_INVARIANT") == "1"
+    assert "VLLM_BATCH_INVARIANT" not in get_profile("tiny").env
