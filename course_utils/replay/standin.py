@@ -111,3 +111,7 @@ class LLM:
     def generate(self, prompts=None, sampling_params=None, *args, **kwargs):
         key = keys.generate(self._course_key, prompts, sampling_params, kwargs.get("lora_request"))
         return current().run(key, None, decode=decode_outputs)
+
+    def reset_prefix_cache(self, *args, **kwargs) -> bool:
+        """Nothing is cached in read mode: the recorded outputs already reflect the live call."""
+        return True
