@@ -12,15 +12,16 @@ The labs show the real vLLM code; these helpers do the plumbing. By concern:
 - ``server/``: starting, diagnosing and always stopping a vLLM OpenAI-compatible server, load tests;
 - ``tinyworld/``: the synthetic tasks, the tiny-model trainer, its quality gate, a demo;
 - ``gpu/``: the AutoDL GPU instance: checks, downloads, adapter training;
-- ``selftest``: the self-test's questions, answered from the recordings.
+- ``selftest``: the self-test's questions, answered from the recordings;
+- ``exercises``: the labs' exercise checks (``cu.exercises.check(name, answer)``).
 """
 
 from .adapters import AdapterError, check_adapter, read_adapter
-from . import profiles, server
+from . import exercises, profiles, server
 from .lab import fmt_seconds, measure, replayable, start, timer, vllm_version
 from .chat import chat_prompt
 from .profiles import Profile, ProfileError, get_profile
 from .replay.session import RecordingError, ReplayMiss
 
 __all__ = ["AdapterError", "Profile", "ProfileError", "RecordingError", "ReplayMiss", "check_adapter",
-           "chat_prompt", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "replayable", "server", "start", "timer", "vllm_version"]
+           "chat_prompt", "exercises", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "replayable", "server", "start", "timer", "vllm_version"]
