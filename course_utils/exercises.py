@@ -35,6 +35,71 @@ def _number(answer) -> float | None:
         return None
 
 
+# --- Lab 01 --------------------------------------------------------------------------------------
+
+# The batch of exercise 01.requests: (adapter name or None, user text); Lab 01 registers the adapters
+# as LoRARequest("sql", 1, ...), ("support", 2, ...), ("medical", 3, ...), ("json", 4, ...).
+LAB01_IDS = {"sql": 1, "support": 2, "medical": 3, "json": 4}
+LAB01_BATCH = ["sql", None, "json", "sql"]
+
+
+def _req(r):
+    """(name, id) of a LoRARequest (the real one or read mode's stand-in), None for None."""
+    return None if r is None else (getattr(r, "lora_name", None), getattr(r, "lora_int_id", None))
+
+
+def _judge_requests(answer):
+    want = [None if a is None else (a, LAB01_IDS[a]) for a in LAB01_BATCH]
+    if not isinstance(answer, (list, tuple)):
+        return False, ("a single LoRARequest is applied to every prompt (pitfall 2): pass a list with one entry "
+                       "per prompt, None where a row uses no adapter.")
+    if len(answer) != len(want):
+        return False, f"{len(answer)} entries for {len(want)} prompts: one entry per prompt, in order."
+    got = [_req(r) for r in answer]
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g == w:
+            continue
+        if w is None:
+            return False, f"row {i} asks the base: its entry is None, not an adapter."
+        if g is not None and g[1] == w[1] and g[0] != w[0]:
+            return False, f"row {i}: id {g[1]} belongs to {w[0]!r}; the same id under another name still loads {w[0]!r}."
+        if g is not None and g[0] == w[0]:
+            return False, (f"row {i}: {w[0]!r} is registered with id {w[1]}, not {g[1]}: one adapter, one id, "
+                           f"everywhere (pitfall 1).")
+        return False, f"row {i} should use {w[0] if w else None!r}, got {g[0] if g else None!r}."
+    return True, "right: one entry per prompt, the same LoRARequest object for both sql rows, None for the base row."
+
+
+LAB01_MAX_LORAS_BATCH = ["sql", "sql", "sql", None, "medical"]
+
+
+def _judge_max_loras(answer):
+    batch = LAB01_MAX_LORAS_BATCH
+    got, want = _number(answer), len({a for a in batch if a})
+    if got == want:
+        return True, f"right: {want} distinct adapters (the base row needs no slot), so max_loras={want} runs them in one step."
+    if got == want + 1:
+        return False, "the base row (None) needs no LoRA slot: count distinct adapters only."
+    if got == sum(a is not None for a in batch):
+        return False, "sql fills three rows but is one adapter in one slot: count distinct adapters, not rows."
+    if got is not None and 0 < got < want:
+        return False, (f"it would not fail, but the batch would be split over steps (at most {int(got)} adapter(s) per "
+                       f"step): the answers stay the same and the engine takes more steps.")
+    return False, f"not {answer}: count the distinct adapters in the batch."
+
+
+def _judge_steps(answer):
+    text = str(answer).replace(" ", "").lower()
+    if text in ("max_loras=1", "1"):
+        return True, ("right: with one slot the scheduler lets one adapter's rows run per step and queues the "
+                      "others, so the same batch needs more steps; the answers do not change.")
+    if text in ("max_loras=4", "4"):
+        return False, "more slots let several adapters share a step, so max_loras=4 needs fewer steps, not more."
+    if text in ("same", "equal", "相同", "一样"):
+        return False, "the answers are the same, but the number of steps is not: one slot serializes the adapters."
+    return False, 'answer "max_loras=1", "max_loras=4" or "same".'
+
+
 # --- Lab 02 --------------------------------------------------------------------------------------
 
 def kv_page_answer() -> int:
@@ -93,6 +158,10 @@ def _judge_rank(answer):
 
 
 EXERCISES = {e.name: e for e in [
+    Exercise("01.requests", "a list of LoRARequest / None, one per prompt of the batch above", _judge_requests),
+    Exercise("01.max_loras", "the smallest max_loras that runs the batch above in one step (an integer)",
+             _judge_max_loras),
+    Exercise("01.more_steps", 'your prediction: "max_loras=1", "max_loras=4" or "same"', _judge_steps),
     Exercise("02.kv_page", "bytes of one 16-token KV block of one layer, Qwen2.5-7B, bf16 (an integer)", _judge_kv_page),
     Exercise("02.lora_buffer", "vLLM's LoRA buffer bytes, Qwen2.5-7B, max_loras=3, max_lora_rank=32, bf16 "
              "(the adapters are rank 16)", _judge_lora_buffer),
