@@ -127,57 +127,41 @@ def _stacked(weights):
     return weights.squeeze(1) if weights.dim() == 4 else weights
 
 
-def _add_rows(target, rows, values):
-    if isinstance(rows, slice):
-        target[rows] += values
-    else:
-        target.index_add_(0, rows, values)
+def _grouped_mm(x, weight_of, target, indices, scale: float = 1.0, add: bool = True):
+    """``target (+)= scale * x[t] W[idx[t]]^T`` row by row, one GEMM per adapter present (rows of index
+    -1 get nothing); ``weight_of(a)`` is adapter ``a``'s weight as vLLM stacks it (out x in)."""
+    import torch
+
+    x = x.to(dtype=target.dtype)
+    if not add:
+        target.zero_()
+    for a, rows in segments(indices):
+        if isinstance(rows, slice):
+            target[rows] += torch.mm(x[rows], weight_of(a).to(dtype=target.dtype).t()).mul_(scale)
+        else:
+            target.index_add_(0, rows, torch.mm(x.index_select(0, rows), weight_of(a).to(dtype=target.dtype).t()),
+                              alpha=scale)
 
 
 def bgmv_shrink(inputs, lora_a_weights, output_tensor, lora_indices_tensor, scaling: float = 1.0):
     """``output[:, :r] = scaling * x A[idx]^T`` row by row, one GEMM per adapter (vLLM's signature)."""
-    import torch
-
     w = _stacked(lora_a_weights)
-    x = inputs.to(dtype=output_tensor.dtype)
-    target = output_tensor[:, : w.shape[1]]
-    target.zero_()
-    for a, rows in segments(lora_indices_tensor):
-        v = torch.mm(x[rows] if isinstance(rows, slice) else x.index_select(0, rows),
-                     w[a].to(dtype=output_tensor.dtype).t())
-        _add_rows(target, rows, v.mul_(scaling))
+    _grouped_mm(inputs, lambda a: w[a], output_tensor[:, : w.shape[1]], lora_indices_tensor, scaling, add=False)
 
 
 def bgmv_expand(inputs, lora_b_weights, output_tensor, lora_indices_tensor, add_inputs: bool = True):
     """``output[:, :d] (+)= v B[idx]^T`` row by row, one GEMM per adapter (vLLM's signature)."""
-    import torch
-
     w = _stacked(lora_b_weights)
     common = min(w.shape[1], output_tensor.shape[1])
-    x = inputs.to(dtype=output_tensor.dtype)
-    target = output_tensor[:, :common]
-    if not add_inputs:
-        target.zero_()
-    for a, rows in segments(lora_indices_tensor):
-        y = torch.mm(x[rows] if isinstance(rows, slice) else x.index_select(0, rows),
-                     w[a, :common].to(dtype=output_tensor.dtype).t())
-        _add_rows(target, rows, y)
+    _grouped_mm(inputs, lambda a: w[a, :common], output_tensor[:, :common], lora_indices_tensor, add=add_inputs)
 
 
 def bgmv_expand_slice(inputs, lora_b_weights, output_tensor, lora_indices_tensor, slice_offset: int,
                       slice_size: int, add_inputs: bool = True):
     """``output[:, offset:offset+size] (+)= v B[idx]^T``, one GEMM per adapter (vLLM's signature)."""
-    import torch
-
     w = _stacked(lora_b_weights)
-    x = inputs.to(dtype=output_tensor.dtype)
-    target = output_tensor[:, slice_offset: slice_offset + slice_size]
-    if not add_inputs:
-        target.zero_()
-    for a, rows in segments(lora_indices_tensor):
-        y = torch.mm(x[rows] if isinstance(rows, slice) else x.index_select(0, rows),
-                     w[a].to(dtype=output_tensor.dtype).t())
-        _add_rows(target, rows, y)
+    _grouped_mm(inputs, lambda a: w[a], output_tensor[:, slice_offset: slice_offset + slice_size],
+                lora_indices_tensor, add=add_inputs)
 
 
 VLLM_OPS = {"bgmv_shrink": bgmv_shrink, "bgmv_expand": bgmv_expand, "bgmv_expand_slice": bgmv_expand_slice}
