@@ -89,10 +89,9 @@ def start(lab: str, profile: str | None = None, quiet: bool = False) -> Profile:
         prof.check()
         apply_env(prof)
         quiet_libraries()
-        if prof.hardware == "cuda":   # another kernel's engine still on the card? say so before vLLM fails
-            from .gpu.free import ensure_room
+        from .gpu.free import ensure_room_for   # another kernel's engine still on the card? say so before vLLM fails
 
-            ensure_room(prof.engine.get("gpu_memory_utilization", 0.9), what=f"this lab ({prof.name} profile)")
+        ensure_room_for(prof, what=f"this lab ({prof.name} profile)")
     session = record.set_current(
         record.Session(lab, prof.name, mode, recording=os.environ.get("COURSE_RECORD") == "1"))
     if mode == "replay":

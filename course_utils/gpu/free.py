@@ -91,3 +91,9 @@ def ensure_room(utilization: float, device: int = 0, what: str = "the engine") -
     problem = check(run(GPU_QUERY), run(APPS_QUERY), utilization, device, what=what)
     if problem:
         raise GpuBusy(problem)
+
+
+def ensure_room_for(profile, what: str) -> None:
+    """:func:`ensure_room` for a profile's engine settings (a no-op for a CPU profile)."""
+    if profile.hardware == "cuda":
+        ensure_room(profile.engine.get("gpu_memory_utilization", 0.9), what=what)

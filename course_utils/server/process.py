@@ -270,10 +270,9 @@ class Server:
     def _start_live(self) -> dict:
         _install_hooks()
         cleanup_stale(verbose=True)
-        if self.profile.hardware == "cuda":   # room on the card? (vLLM's own error would not say who holds it)
-            from ..gpu.free import ensure_room
+        from ..gpu.free import ensure_room_for   # room on the card? (vLLM's error would not say who holds it)
 
-            ensure_room(self.profile.engine.get("gpu_memory_utilization", 0.9), what=f"the server {self.label!r}")
+        ensure_room_for(self.profile, what=f"the server {self.label!r}")
         self.port = self.port or free_port(self.host)
         self.command = self.launch.argv(self.port)
         t0 = time.monotonic()
