@@ -38,7 +38,7 @@ from pathlib import Path
 
 from ..arch import load_config, projection_shapes
 from ..lab import replayable
-from ..paths import RECORDINGS
+from ..paths import RECORDINGS, REPO
 
 CONFIG = "qwen2.5-7b-instruct"
 RANKS = (8, 16, 32, 64)
@@ -363,6 +363,11 @@ def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(v) for v in text.split(","))
 
 
+def command_line(module: str, argv=None) -> str:
+    """The command that made a recording, for its provenance: ``python -m <module> <its arguments>``."""
+    return " ".join(["python -m", module, *(sys.argv[1:] if argv is None else list(argv))])
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--ranks", type=_ints, default=RANKS)
@@ -390,9 +395,8 @@ def main(argv=None) -> int:
     if a.save and a.quick:
         print(f"not saved: --quick is a subset; {RECORDED.name} keeps the full sweep")
     elif a.save:
-        args = sys.argv[1:] if argv is None else list(argv)
-        path = save(rows, " ".join(["python -m course_utils.engine.opbench", *args]))
-        print(f"saved {path.relative_to(RECORDINGS.parent.parent)}")
+        path = save(rows, command_line("course_utils.engine.opbench", argv))
+        print(f"saved {path.relative_to(REPO)}")
     return 0
 
 

@@ -213,8 +213,9 @@ def main(argv=None) -> int:
     for line in ratio_lines(res):
         print(line)
     if a.save:
-        args = sys.argv[1:] if argv is None else list(argv)
-        path = save(res, " ".join(["python -m course_utils.engine.widebench", *args]))
+        from .opbench import command_line
+
+        path = save(res, command_line("course_utils.engine.widebench", argv))
         print(f"saved {path.relative_to(REPO)}")
     return 0
 
