@@ -19,7 +19,7 @@ from .engine import flops
 
 from . import memory
 from .paths import REPO
-from .replay.session import RecordingError, recording_path
+from .replay.session import RecordingError, http_cassettes, recording_path
 
 QWEN = "qwen2.5-7b-instruct"
 
@@ -175,20 +175,22 @@ def lab03_figures(rec: dict) -> dict:
 
 def lab04_figures(profile: str = "tiny") -> dict:
     """What the recorded server answered when a runtime load asked for too high a rank, and when an
-    adapter name was loaded twice (Lab 04's HTTP recording ``refusals``)."""
+    adapter name was loaded twice (from Lab 04's recorded HTTP exchanges)."""
     import yaml
 
-    path = recording_path(profile, "04_server_lab").with_name("04_server_lab.refusals.yaml")
-    if not path.is_file():
-        raise RecordingError(f"the self-test quotes {path.relative_to(REPO)}, which does not exist; "
-                             f"record Lab 04 first: `make record PROFILE={profile}`.")
     out = {}
-    for it in yaml.safe_load(path.read_text())["interactions"]:
-        body = it["response"]["body"]["string"]
-        msg = json.loads(body).get("error", {}).get("message", body) if body.startswith("{") else body
-        case = ("rank" if "greater than max_lora_rank" in msg else "twice" if "already been loaded" in msg else None)
-        if case and case not in out:
-            out[case] = {"status": it["response"]["status"]["code"], "message": msg}
+    for path in http_cassettes(profile, "04_server_lab"):
+        for it in yaml.safe_load(path.read_text())["interactions"]:
+            body = it["response"]["body"]["string"]
+            err = json.loads(body).get("error", body) if body.startswith("{") else body
+            msg = err.get("message", body) if isinstance(err, dict) else str(err)
+            case = ("rank" if "greater than max_lora_rank" in msg else "twice" if "already been loaded" in msg
+                    else None)
+            if case and case not in out:
+                out[case] = {"status": it["response"]["status"]["code"], "message": msg}
+    if not out:
+        raise RecordingError(f"the self-test quotes Lab 04's recorded refusals, and none were found beside "
+                             f"{recording_path(profile, '04_server_lab').relative_to(REPO)}; record Lab 04 first: `make record PROFILE={profile}`.")
     return out
 
 

@@ -156,3 +156,76 @@ def test_an_install_away_from_the_checkout_says_how_to_point_to_it(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=60).stdout
     assert out == ""  # found the checkout's recordings
+
+
+@pytest.fixture
+def http_server():
+    """A loopback HTTP server whose answer to GET /state is a counter (so repeated requests differ)."""
+    import http.server
+    import threading
+
+    hits = {"n": 0}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits["n"] += 1
+            body = json.dumps({"path": self.path, "n": hits["n"]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}", hits
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_each_cells_http_is_recorded_and_replayed_in_order(recordings, http_server):
+    import requests
+
+    url, hits = http_server
+    live = Session("lab", "tiny", "live", recording=True)
+    live.enter_cell("cell with http")
+    live.record_http()
+    first = requests.get(url + "/state", timeout=5).json()
+    second = requests.get(url + "/state", timeout=5).json()          # the same request, another answer
+    live.run(Key("load-test", {}), lambda: requests.get(url + "/load", timeout=5).json())   # part of a result
+    live.enter_cell("another cell")
+    other = requests.get(url + "/state", timeout=5).json()
+    live.leave_cell()
+    assert [p.name for p in live.cassettes()] == sorted(
+        f"lab.http-{record._cell_id(c)}.yaml" for c in ("cell with http", "another cell"))
+    assert "/load" not in "".join(p.read_text() for p in live.cassettes())   # a recorded call's HTTP stays out
+
+    n = hits["n"]
+    replay = Session("lab", "tiny", "replay")
+    replay.record_http()
+    for _ in range(2):                                                # re-running the cell starts again
+        replay.enter_cell("cell with http")
+        assert requests.get(url + "/state", timeout=5).json() == first
+        assert requests.get(url + "/state", timeout=5).json() == second
+        with pytest.raises(Exception, match="(?i)cassette"):          # a third time was never recorded
+            requests.get(url + "/state", timeout=5)
+    replay.enter_cell("another cell")
+    assert requests.get(url + "/state", timeout=5).json() == other
+    replay.leave_cell()
+    assert hits["n"] == n                                             # read mode opened no connection
+
+
+def test_live_without_recording_leaves_http_alone(recordings, http_server):
+    import requests
+
+    url, _ = http_server
+    live = Session("lab", "tiny", "live")
+    live.enter_cell("cell")
+    live.record_http()
+    assert requests.get(url + "/state", timeout=5).ok
+    live.leave_cell()
+    assert live.cassettes() == []

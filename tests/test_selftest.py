@@ -35,11 +35,13 @@ def test_lab04_figures_read_the_refusals(tmp_path, monkeypatch):
 
     import yaml
 
-    (tmp_path / "04_server_lab.refusals.yaml").write_text(yaml.safe_dump({"interactions": [
+    (tmp_path / "04_server_lab.http-0123456789ab.yaml").write_text(yaml.safe_dump({"interactions": [
+        {"request": {}, "response": {"status": {"code": 401}, "body": {"string": '{"error": "Unauthorized"}'}}},
         answer(500, "Worker failed with error 'LoRA rank 64 is greater than max_lora_rank 32.'"),
         answer(400, "The lora adapter 'sql' has already been loaded."),
     ]}))
     monkeypatch.setattr(selftest, "recording_path", lambda profile, lab: tmp_path / f"{lab}.json")
+    monkeypatch.setattr(session, "recording_path", lambda profile, lab: tmp_path / f"{lab}.json")
     f = selftest.lab04_figures("fake")
     assert f["rank"]["status"] == 500 and "greater than max_lora_rank" in f["rank"]["message"]
     assert f["twice"]["status"] == 400

@@ -20,8 +20,13 @@ came from (a hash of the cell's source), so the same call made in two cells
 replays each cell's own answer. Outside a notebook the whole process counts
 as one cell.
 
-HTTP exchanges with a server are recorded with vcrpy cassettes beside the
-JSON file (:meth:`Session.cassette`).
+HTTP exchanges with a server are recorded with vcrpy, one cassette per notebook
+cell beside the JSON file (``<lab>.http-<cell>.yaml``), opened and closed by the
+cell hooks once a lab has started a server (:meth:`Session.record_http`): a
+lesson cell makes its requests as it would anywhere, and read mode answers them
+in the order the live cell made them. HTTP made inside a recorded call
+(:meth:`Session.run`, e.g. a load test or a server's health checks) is not put
+in the cassette: the call's result is what read mode shows.
 """
 
 from __future__ import annotations
@@ -69,6 +74,11 @@ def recording_path(profile: str, lab: str) -> Path:
     return RECORDINGS / profile / f"{lab}.json"
 
 
+def http_cassettes(profile: str, lab: str) -> list[Path]:
+    """The HTTP cassettes a recording of ``lab`` made, one per notebook cell that talked to a server."""
+    return sorted(recording_path(profile, lab).parent.glob(f"{lab}.http-*.yaml"))
+
+
 def _shown(path: Path) -> str:
     try:
         return str(path.relative_to(REPO))
@@ -114,6 +124,8 @@ class Session:
         self.recording = recording and mode == "live"
         self.path = recording_path(profile, lab)
         self.cell: str | None = None  # the running notebook cell (hash of its source)
+        self.http = False             # record/replay each cell's HTTP (set by record_http)
+        self._cassette = None         # the open cell cassette (a vcrpy context manager)
         self._seen: dict[str, int] = {}
         self.calls: list[dict] = []
         self.facts: dict = {}
@@ -129,13 +141,24 @@ class Session:
                 "command": os.environ.get("COURSE_RECORD_COMMAND", "make record"),
             }
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            for old in self.path.parent.glob(f"{lab}.*.yaml"):   # the last recording's HTTP cassettes
+                old.unlink()
             self._save()
 
     # -- cells ----------------------------------------------------------------
     def enter_cell(self, source: str | None) -> None:
         """A notebook cell starts: calls are now counted (and recorded) for this cell."""
+        self.leave_cell()
         self.cell = _cell_id(source) if source is not None else None
         self._seen.clear()
+        if self.http:
+            self._open_cassette()
+
+    def leave_cell(self) -> None:
+        """A notebook cell ends: its HTTP cassette (if one is open) is closed and, when recording, saved."""
+        cm, self._cassette = self._cassette, None
+        if cm is not None:
+            cm.__exit__(None, None, None)
 
     # -- reading and writing the file ------------------------------------
     def _load(self):
@@ -195,7 +218,8 @@ class Session:
             raise RuntimeError("live mode needs a function to run")
         base = {"key": digest, "kind": key.kind, "cell": self.cell, "args": portable(key.args)}
         try:
-            result = fn()
+            with unrecorded_http():
+                result = fn()
         except Exception as exc:
             if self.recording:
                 self._append({**base, "error": {"type": type(exc).__name__, "message": portable(str(exc))}})
@@ -252,21 +276,49 @@ class Session:
         self._save()
 
     # -- HTTP ---------------------------------------------------------------
-    def cassette(self, name: str):
-        """A vcrpy cassette for HTTP exchanges: recorded live, played back in read mode."""
+    def record_http(self) -> None:
+        """From now on each cell's HTTP is recorded (``make record``) or replayed; live without recording, a no-op."""
         if self.mode == "live" and not self.recording:
-            return contextlib.nullcontext()
+            return
+        self.http = True
+        if self._cassette is None:
+            self._open_cassette()
+
+    def cassette_path(self, cell: str | None = None) -> Path:
+        return self.path.with_name(f"{self.lab}.http-{cell or 'script'}.yaml")
+
+    def cassettes(self) -> list[Path]:
+        """This lab's recorded cell cassettes."""
+        return http_cassettes(self.profile, self.lab)
+
+    def _open_cassette(self) -> None:
         import vcr  # noqa: PLC0415
 
-        path = self.path.with_name(f"{self.lab}.{name}.yaml")
-        if self.mode == "replay" and not path.is_file():
-            raise RecordingError(f"read mode needs the HTTP recording {_shown(path)}; "
-                                 f"make it with `make record PROFILE={self.profile}`.")
-        v = vcr.VCR(record_mode="none" if self.mode == "replay" else "all",
+        replay = self.mode == "replay"
+        v = vcr.VCR(record_mode="none" if replay else "all",
                     match_on=["method", "path", "query", "portable_body"],
-                    filter_headers=["authorization"], decode_compressed_response=True)
+                    filter_headers=["authorization"], decode_compressed_response=True,
+                    before_record_request=lambda r: None if _unrecorded else r)
         v.register_matcher("portable_body", _same_portable_body)
-        return v.use_cassette(str(path), allow_playback_repeats=True)
+        # Replay: each recorded exchange answers once, in the order the live cell made them (the same
+        # request before and after an unload gets its own answer); re-running the cell starts again.
+        cm = v.use_cassette(str(self.cassette_path(self.cell)), allow_playback_repeats=False)
+        cm.__enter__()
+        self._cassette = cm
+
+
+_unrecorded = 0   # > 0 while a recorded call runs: its HTTP is part of its result, not of the cassette
+
+
+@contextlib.contextmanager
+def unrecorded_http():
+    """HTTP made inside this block is not put in the cell's cassette (a load test, health checks)."""
+    global _unrecorded
+    _unrecorded += 1
+    try:
+        yield
+    finally:
+        _unrecorded -= 1
 
 
 def _same_portable_body(r1, r2) -> None:
@@ -290,6 +342,8 @@ def active() -> Session | None:
 
 def set_current(session: Session | None) -> Session | None:
     global _current
+    if _current is not None and _current is not session:
+        _current.leave_cell()
     _current = session
     _watch_cells()
     return session
@@ -298,6 +352,11 @@ def set_current(session: Session | None) -> Session | None:
 def _on_pre_run_cell(info) -> None:
     if _current is not None:
         _current.enter_cell(getattr(info, "raw_cell", None))
+
+
+def _on_post_run_cell(result) -> None:
+    if _current is not None:
+        _current.leave_cell()
 
 
 def _watch_cells() -> None:
@@ -310,6 +369,8 @@ def _watch_cells() -> None:
     callbacks = ip.events.callbacks.get("pre_run_cell", [])
     if _on_pre_run_cell not in callbacks:
         ip.events.register("pre_run_cell", _on_pre_run_cell)
+    if _on_post_run_cell not in ip.events.callbacks.get("post_run_cell", []):
+        ip.events.register("post_run_cell", _on_post_run_cell)
     if _current is not None and ip.execution_count is not None:
         # start() runs inside a cell whose pre_run_cell already fired: adopt that cell.
         _current.enter_cell(_running_cell_source(ip))

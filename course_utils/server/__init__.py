@@ -8,14 +8,14 @@
 - :mod:`.diagnose`: why a start failed (:class:`ServerError`, :func:`diagnose`, :data:`CAUSES`);
 - :mod:`.load`: load generation and /metrics (:func:`run_load`, :func:`burst`, :func:`queue_sample`,
   :func:`lora_info_samples`, :func:`percentile`);
-- :mod:`.http`: recorded HTTP and shell calls (:func:`cassette`, :func:`shell`, :func:`short_path`).
+- :mod:`.http`: the openai client's transport, recorded shell calls (:func:`shell`, :func:`short_path`).
 
 Finding and stopping processes is :mod:`course_utils.processes`.
 """
 
 from .command import Launch, pretty_command
 from .diagnose import CAUSES, ServerError, diagnose
-from .http import RequestsTransport, cassette, shell, short_path
+from .http import RequestsTransport, shell, short_path
 from .load import burst, lora_info_samples, percentile, queue_sample, run_load
 from .process import (
     PIDFILE_PREFIX,
@@ -29,7 +29,7 @@ from .process import (
 )
 
 __all__ = [
-    "CAUSES", "PIDFILE_PREFIX", "Launch", "RequestsTransport", "Server", "ServerError", "burst", "cassette",
+    "CAUSES", "PIDFILE_PREFIX", "Launch", "RequestsTransport", "Server", "ServerError", "burst",
     "cleanup_stale", "diagnose", "free_port", "lora_info_samples", "percentile", "pretty_command", "queue_sample",
     "run_load", "running", "runtime_dir", "serve", "shell", "short_path", "stop_all",
 ]

@@ -1,8 +1,9 @@
 """HTTP to a server that is recorded live and replayed in read mode, and paths for the page.
 
-:class:`RequestsTransport` lets vcrpy cassettes (:func:`cassette`) see the
-openai client's calls; :func:`shell` runs a command such as curl against a
-server and records its output; :func:`short_path` shortens a path for the page.
+:class:`RequestsTransport` lets the lab's HTTP recording (vcrpy, one
+cassette per cell: :meth:`course_utils.replay.session.Session.record_http`) see the
+openai client's calls; :func:`shell` runs a command such as curl against a server
+and records its output; :func:`short_path` shortens a path for the page.
 """
 
 from __future__ import annotations
@@ -73,11 +74,6 @@ def shell(command: str, srv: Server, label: str = "shell") -> str:
         return out.stdout
 
     return record.current().run(keys.shell(label, command), live)
-
-
-def cassette(name: str):
-    """The current lab session's HTTP cassette ``name`` (recorded live, replayed in read mode)."""
-    return record.current().cassette(name)
 
 
 def short_path(p: str) -> str:

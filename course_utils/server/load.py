@@ -4,6 +4,10 @@
 adapters are swapped); :func:`burst` sends many at once and samples the queue;
 :func:`queue_sample` and :func:`lora_info_samples` read a /metrics page;
 :func:`percentile` summarizes latencies. Loopback servers only.
+
+Inside a lab, :func:`run_load` and :func:`burst` are recorded calls: live they
+run (and ``make record`` keeps their result); read mode returns what they
+returned, and sends nothing.
 """
 
 from __future__ import annotations
@@ -13,8 +17,19 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from ..replay import keys
+from ..replay import session as record
+
 if TYPE_CHECKING:
     from .process import Server
+
+
+def _recorded(what: str, srv: Server, params: dict, live):
+    """``live()`` through the lab's session (recorded, or replayed in read mode); plain outside a lab."""
+    session = record.active()
+    if session is None:
+        return live()
+    return session.run(keys.call(what, [srv.label], params), live)
 
 _LORA_INFO = re.compile(r'^vllm:lora_requests_info\{([^}]*)\}\s+(\S+)', re.MULTILINE)
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
@@ -47,7 +62,7 @@ def percentile(values: list[float], q: float) -> float | None:
 
 def run_load(srv: Server, models: list[str], *, n_requests: int = 240, concurrency: int = 6,
              max_requests: int | None = None, max_seconds: float = 120.0, prompt: str = "Hello",
-             max_tokens: int = 8, during=None) -> list[dict]:
+             max_tokens: int = 8, during=None) -> dict:
     """A bounded load generator: a steady stream of completions, round-robin over ``models``.
 
     Loopback only, at most ``concurrency`` requests in flight. It sends at least
@@ -56,12 +71,21 @@ def run_load(srv: Server, models: list[str], *, n_requests: int = 240, concurren
     default) and never after ``max_seconds``. ``during(state)`` runs in this
     thread while the workers send: ``state["sent"]`` is the number sent so far,
     and whatever it puts in ``state["phase"]`` labels the requests sent from then
-    on (it starts as "before"). One row per request: model, start and latency
-    (s since the load began), status, ok, phase.
+    on (it starts as "before"). Returns ``{"rows", "during", "seconds"}``: one row
+    per request (model, start and latency in s since the load began, status, ok,
+    phase), what ``during`` returned (JSON-able), and the load's wall time.
     """
+    _loopback_only(srv, "run_load")
+    params = {"models": list(models), "n_requests": n_requests, "concurrency": concurrency,
+              "max_requests": max_requests, "max_seconds": max_seconds, "prompt": prompt, "max_tokens": max_tokens,
+              "during": getattr(during, "__name__", None)}
+    return _recorded("run_load", srv, params, lambda: _run_load(srv, models, n_requests, concurrency, max_requests,
+                                                                max_seconds, prompt, max_tokens, during))
+
+
+def _run_load(srv, models, n_requests, concurrency, max_requests, max_seconds, prompt, max_tokens, during) -> dict:
     import requests
 
-    _loopback_only(srv, "run_load")
     max_requests = max_requests or 3 * n_requests
     rows: list[dict] = []
     lock = threading.Lock()
@@ -95,16 +119,18 @@ def run_load(srv: Server, models: list[str], *, n_requests: int = 240, concurren
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(concurrency)]
     for th in threads:
         th.start()
+    during_result = None
     if during is not None:
         try:
-            during(state)
+            during_result = during(state)
         finally:
             with lock:
                 state["phase"] = "after"
             done.set()
     for th in threads:
         th.join(timeout=max_seconds + 60)
-    return sorted(rows, key=lambda r: r["i"])
+    return {"rows": sorted(rows, key=lambda r: r["i"]), "during": during_result,
+            "seconds": round(time.monotonic() - t0, 2)}
 
 
 _GAUGE = re.compile(r'^(vllm:num_requests_running|vllm:num_requests_waiting)\{[^}]*\}\s+(\S+)', re.MULTILINE)
@@ -126,9 +152,15 @@ def burst(srv: Server, models: list[str], *, per_model: int = 8, prompt: str = "
     running/waiting counts seen in /metrics, and the ``vllm:lora_requests_info``
     label sets updated during the burst.
     """
+    _loopback_only(srv, "burst")
+    params = {"models": list(models), "per_model": per_model, "prompt": prompt, "max_tokens": max_tokens,
+              "scrape_every": scrape_every}
+    return _recorded("burst", srv, params, lambda: _burst(srv, models, per_model, prompt, max_tokens, scrape_every))
+
+
+def _burst(srv, models, per_model, prompt, max_tokens, scrape_every) -> dict:
     import requests
 
-    _loopback_only(srv, "burst")
     jobs = [m for m in models for _ in range(per_model)]
     results: list[dict] = [None] * len(jobs)  # type: ignore[list-item]
     samples: list[dict] = []

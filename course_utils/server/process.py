@@ -22,8 +22,10 @@ generated API key, and waits for ``/health``.
   killed by name.
 
 In read mode (replay) nothing starts and no port opens: ``start()`` returns
-what the recorded start returned (or raises what it raised), and HTTP goes
-through :meth:`course_utils.replay.session.Session.cassette`.
+what the recorded start returned (or raises what it raised). Once a lab has
+started a server, each cell's HTTP is recorded and replayed by the lab's session
+(:meth:`course_utils.replay.session.Session.record_http`): lesson cells call
+``requests`` or the openai client as they would anywhere.
 """
 
 from __future__ import annotations
@@ -256,6 +258,8 @@ class Server:
     def start(self) -> Server:
         session = record.active()
         key = keys.server_start(self.label, self.display_command)
+        if session is not None:
+            session.record_http()
         if session is not None and session.mode == "replay":
             self.replay = True
             self.port = self.port or 8000
