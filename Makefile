@@ -15,7 +15,7 @@ NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
-.PHONY: setup run record test test-unit test-replay test-live test-stale test-browser jupyter tiny-world eval demo bench-labs clean
+.PHONY: setup run record test test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
@@ -57,11 +57,11 @@ record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qw
 	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.replay.stale --stamp --profile $(PROFILE) "$$nb" || exit 1; \
 	done
 
-test: setup test-unit test-stale test-replay test-live test-browser  ## everything CI runs
+test: setup test-unit test-stale test-replay test-live test-browser test-nbgrader check-vllm-api  ## everything CI runs
 	@echo "make test: all green"
 
 test-unit:  ## unit tests, the tiny world's quality gate, the trainer's smoke run
-	$(call timed,$(VENV)/bin/python -m pytest tests -q --durations=8 --ignore=tests/browser)
+	$(call timed,$(VENV)/bin/python -m pytest tests -q --durations=8 --ignore=tests/browser --ignore=tests/grading)
 
 test-stale:  ## committed notebooks and recordings must match the code that made them
 	$(call timed,$(VENV)/bin/python -m course_utils.replay.stale $(LABS))
@@ -71,6 +71,23 @@ test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval
 
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
 	$(call timed,COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS))
+
+# The course's GPU baseline. Static: its source is read as text and AST, never imported.
+VLLM_BASELINE ?= 0.26.0
+check-vllm-api: $(READ_VENV)/.installed  ## every vLLM name the labs and course_utils use, checked against the vllm==0.26.0 wheel
+	$(call timed,$(READ_VENV)/bin/python -m course_utils.vllm_api --wheel $(VLLM_BASELINE) $(API_OPTS))
+
+# Instructors grade the exercises with nbgrader (the `instructor` extra, installed into the read-mode venv).
+$(READ_VENV)/.instructor: $(READ_VENV)/.installed pyproject.toml
+	$(READ_VENV)/bin/pip install -q -e '.[dev,instructor]'
+	touch $@
+
+test-nbgrader: $(READ_VENV)/.instructor  ## nbgrader releases every lab with exercises and autogrades references, blanks, wrong answers
+	$(call timed,$(READ_VENV)/bin/python -m pytest tests/grading -q -s)
+
+nbgrader-course: $(READ_VENV)/.instructor  ## an nbgrader course folder in build/nbgrader (source = labs + reference answers)
+	$(READ_VENV)/bin/python -m course_utils.grading course build/nbgrader $(LABS)
+	@echo "then: cd build/nbgrader && PATH=$(CURDIR)/$(READ_VENV)/bin:\$$PATH COURSE_MODE=replay nbgrader generate_assignment lab02"
 
 # Chromium comes from the system (Debian: apt install chromium); Playwright's Python package drives it.
 CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser)

@@ -1,0 +1,73 @@
+"""nbgrader releases and autogrades the labs (read mode, no engine): `make test-nbgrader`.
+
+For every lab with exercises: the source version (references as solutions, the judge as hidden
+tests) is built by ``course_utils.grading``; ``nbgrader generate_assignment`` must give back the
+committed lab's code; ``nbgrader autograde`` must give the reference answers full marks, and a
+blank and a wrong submission (the first typical wrong answer of each exercise) less.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from course_utils import grading
+from tests import exercise_solutions as sol
+
+REPO = Path(__file__).resolve().parents[2]
+LABS = [lab for lab in sorted((REPO / "labs").glob("[0-9]*.ipynb"))
+        if grading.exercises(json.loads(lab.read_text(encoding="utf-8")))]
+BIN = Path(sys.executable).parent        # nbgrader runs `alembic` from PATH: this venv's bin first
+
+pytest.importorskip("nbgrader", reason="nbgrader is the instructor extra: pip install -e '.[instructor]'")
+
+
+def nbgrader(course: Path, *args: str) -> str:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+           "COURSE_MODE": "replay", "COURSE_PROFILE": "tiny"}
+    out = subprocess.run([str(BIN / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out.stdout + out.stderr
+
+
+def code(nb: dict) -> list[str]:
+    return [grading._source(c).rstrip() for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    root = tmp_path_factory.mktemp("nbgrader-course")
+    made = grading.course(root, LABS, sol.REFERENCE_SOURCE)
+    assert made == [grading.assignment_name(lab) for lab in LABS]
+    return root
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
+def test_release_is_the_committed_lab_and_autograde_scores_it(course, lab):
+    name = grading.assignment_name(lab)
+    nbgrader(course, "generate_assignment", name, "--force")
+    released = json.loads((course / "release" / name / lab.name).read_text(encoding="utf-8"))
+    committed = json.loads(lab.read_text(encoding="utf-8"))
+    assert code(released) == code(committed), "the released student version differs from the committed lab"
+    assert not any("BEGIN SOLUTION" in s or "HIDDEN TESTS" in s for s in code(released))
+
+    wrong = {n: sol.WRONG_SOURCE.get(n, repr(v[0])) for n, v in sol.WRONG.items()}
+    for student, answers in {"reference": sol.REFERENCE_SOURCE, "blank": {}, "wrong": wrong}.items():
+        grading.write_json(course / "submitted" / student / name / lab.name, grading.answered(released, answers))
+    nbgrader(course, "autograde", name, "--create", "--force")
+
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        scores = {s: gb.find_submission(name, s).score for s in ("reference", "blank", "wrong")}
+        best = gb.find_submission(name, "reference").max_score
+    n = len(grading.exercises(committed))
+    print(f"{name}: {n} exercises, scores {scores} of {best}")
+    assert best == n and scores["reference"] == n
+    assert scores["blank"] == 0 and scores["wrong"] < n
