@@ -43,6 +43,13 @@ class Profile:
     def max_loras(self) -> int:
         return self.engine["max_loras"]
 
+    @property
+    def host_dtype(self) -> str:
+        """The dtype for loading the base on the host with transformers (Lab 05's peft check and merge):
+        float32 on CPU (the tiny model; exact comparisons), the engine's dtype on a GPU (a 7B model in
+        float32 would take 30 GB of host memory, and its merged copy 30 GB of disk)."""
+        return "float32" if self.hardware == "cpu" else self.engine.get("dtype", "bfloat16")
+
     def engine_kwargs(self, **overrides) -> dict:
         """Settings for ``LLM(model=..., enable_lora=True, **kwargs)`` beyond the lesson's own knobs."""
         kw = {k: v for k, v in self.engine.items() if k not in ("max_lora_rank", "max_loras")}

@@ -84,6 +84,15 @@ def pytest_sessionfinish(session, exitstatus):
 # ---------------------------------------------------------------------------
 # Shared fixtures: a scratch recordings folder, a child process running a real engine
 # ---------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def no_cassette_left_open():
+    """A read-mode HTTP cassette patches HTTP for the whole process: a test must not leave one open."""
+    yield
+    from course_utils.replay import session
+
+    assert session.close_cassettes() == 0, "the test left an HTTP cassette open (call session.leave_cell())"
+
+
 @pytest.fixture
 def recordings(tmp_path, monkeypatch):
     """An empty recordings folder: sessions opened in the test read and write here, not in data/."""

@@ -189,6 +189,30 @@ def test_disk_verdict_second_run_needs_nothing():
     assert v.ok, v.text()
 
 
+def test_the_setup_counts_lab05s_merged_copy_on_the_repositorys_disk():
+    """Lab 05 writes a merged copy of the base for a while: the setup says whether it will fit (issue 12, defect 4)."""
+    rows = {"root": gpu_checks.parse_df(df("/", 20)), "data": gpu_checks.parse_df(df("/root/autodl-tmp", 50))}
+    rows["venv"] = rows["data"]
+    needs = gpu_checks.disk_needs(download.ITEMS["qwen7b"].approx_bytes, venv_ready=False, train=True,
+                                  adapters_done=False)
+    line = gpu_checks.lab_disk_lines(rows, "qwen7b", needs)[0]
+    assert "Lab 05" in line and "14.2 GiB" in line and line.endswith("OK")
+    rows["data"] = rows["venv"] = gpu_checks.parse_df(df("/root/autodl-tmp", 35))
+    line = gpu_checks.lab_disk_lines(rows, "qwen7b", needs)[0]
+    assert "NOT ENOUGH" in line
+
+
+def test_require_free_disk_says_how_much_and_what_to_do(tmp_path, monkeypatch):
+    import collections
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(100 * 2**30, 90 * 2**30, 3 * 2**30))
+    with pytest.raises(RuntimeError, match=r"needs 14\.2 GiB .* only 3\.0 GiB is free.*扩容数据盘"):
+        gpu_checks.require_free_disk(tmp_path / "build" / "05_merged", download.ITEMS["qwen7b"].approx_bytes,
+                                     "the merged model")
+    gpu_checks.require_free_disk(tmp_path / "x", 1 * 2**30, "a small file")   # 1 GiB + margin fits in 3 GiB
+
+
 # --------------------------------------------------------------------------
 # Model folders
 # --------------------------------------------------------------------------

@@ -72,3 +72,8 @@ def test_gpu_profiles_run_batch_invariant_and_the_tiny_one_does_not():
     for name in ("qwen7b", "llama3b"):
         assert get_profile(name).env.get("VLLM_BATCH_INVARIANT") == "1"
     assert "VLLM_BATCH_INVARIANT" not in get_profile("tiny").env
+
+
+def test_lab05_loads_the_base_on_the_host_in_float32_on_cpu_and_in_the_engine_dtype_on_a_gpu():
+    assert profiles.PROFILES["tiny"]().host_dtype == "float32"
+    assert profiles.PROFILES["qwen7b"]().host_dtype == "bfloat16"      # 15 GB, not 30, of host memory and disk

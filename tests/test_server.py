@@ -320,6 +320,7 @@ def test_replay_mode_starts_nothing(monkeypatch):
     s = Server(TINY, label="srv").start()
     assert s.replay and s.shown_command == entry["command"] and s.ready_seconds == 24.0
     s.stop()
+    sess.leave_cell()        # the server's start opened this cell's HTTP cassette (read mode)
 
 
 # -- real servers (vLLM, tiny profile) --------------------------------------------------------

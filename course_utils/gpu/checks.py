@@ -279,6 +279,38 @@ def disk_needs(model_remaining: int, venv_ready: bool, train: bool, adapters_don
     return needs
 
 
+def merged_copy_bytes(profile: str) -> int:
+    """Lab 05 writes one merged copy of the base (in its own dtype) under ``build/`` and removes it at the end."""
+    from . import download  # standard library only as well
+
+    return download.ITEMS[profile].approx_bytes
+
+
+def lab_disk_lines(rows: dict[str, DfRow], profile: str, needs: list[Need]) -> list[str]:
+    """What the labs write for a while (not the setup): a note, or a warning when the repository's disk
+    will not hold it after the setup's own needs."""
+    row = rows["venv"]
+    after = row.avail_bytes - sum(n.bytes for n in needs if rows[n.where].mount == row.mount)
+    need = merged_copy_bytes(profile)
+    verdict = "OK" if after >= need + MARGIN_BYTES else "NOT ENOUGH: Lab 05's merge section will stop with this message"
+    return [f"labs: Lab 05 writes a merged copy of the base ({need / GIB:.1f} GiB) under build/ on {row.mount} and "
+            f"removes it when the section ends; {max(after, 0) / GIB:.1f} GiB will be free there after setup: {verdict}"]
+
+
+def require_free_disk(path, need_bytes: int, what: str) -> None:
+    """Raise a clear error (how much, where, what to do) unless ``path``'s disk has ``need_bytes`` free."""
+    import shutil
+
+    path = Path(path)
+    probe = next(p for p in [path, *path.parents] if p.exists())
+    free = shutil.disk_usage(probe).free
+    if free < need_bytes + MARGIN_BYTES:
+        raise RuntimeError(
+            f"{what} needs {need_bytes / GIB:.1f} GiB on the disk of {probe} (plus {MARGIN_BYTES / GIB:.0f} GiB "
+            f"margin), but only {free / GIB:.1f} GiB is free. Free space there (old models, `pip cache purge`, "
+            f"build/) or enlarge the data disk (AutoDL: 扩容数据盘), then run the cell again.")
+
+
 def disk_verdict(rows: dict[str, DfRow], needs: list[Need]) -> Verdict:
     """Add the needs up per filesystem (two labels can be the same disk) and compare with what is free."""
     per_mount: dict[str, list[Need]] = {}
@@ -331,7 +363,9 @@ def _disk_command(args) -> Verdict:
         adapters_done = all(gpu_adapters.adapter_complete(p)
                             for p in gpu_adapters.adapter_dirs(args.models_dir, args.profile).values())
     needs = disk_needs(remaining, args.venv_ready, args.train, adapters_done)
-    return disk_verdict(rows, needs)
+    v = disk_verdict(rows, needs)
+    v.lines += lab_disk_lines(rows, args.profile, needs)
+    return v
 
 
 def main(argv=None) -> int:

@@ -159,6 +159,8 @@ class Session:
         cm, self._cassette = self._cassette, None
         if cm is not None:
             cm.__exit__(None, None, None)
+        if self in _open_cassettes:
+            _open_cassettes.remove(self)
 
     # -- reading and writing the file ------------------------------------
     def _load(self):
@@ -305,6 +307,18 @@ class Session:
         cm = v.use_cassette(str(self.cassette_path(self.cell)), allow_playback_repeats=False)
         cm.__enter__()
         self._cassette = cm
+        _open_cassettes.append(self)
+
+
+_open_cassettes: list[Session] = []   # sessions whose cell cassette is open (vcrpy patches HTTP process-wide)
+
+
+def close_cassettes() -> int:
+    """Close every open cell cassette (a cell that never ended, a test); how many were open."""
+    n = len(_open_cassettes)
+    for s in list(_open_cassettes):
+        s.leave_cell()
+    return n
 
 
 _unrecorded = 0   # > 0 while a recorded call runs: its HTTP is part of its result, not of the cassette
