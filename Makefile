@@ -15,6 +15,8 @@ NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
+test-rehearsal_LABS := $(filter-out %06_self_test.ipynb,$(LABS))
+.PHONY: test-rehearsal
 .PHONY: setup run record test test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
@@ -57,7 +59,7 @@ record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qw
 	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.replay.stale --stamp --profile $(PROFILE) "$$nb" || exit 1; \
 	done
 
-test: setup test-unit test-stale test-replay test-live test-browser test-nbgrader check-vllm-api  ## everything CI runs
+test: setup test-unit test-stale test-replay test-live test-rehearsal test-browser test-nbgrader check-vllm-api  ## everything CI runs
 	@echo "make test: all green"
 
 test-unit:  ## unit tests, the tiny world's quality gate, the trainer's smoke run
@@ -71,6 +73,17 @@ test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval
 
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
 	$(call timed,COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS))
+
+# The GPU profiles' way of running (multiprocess engine, apply_model measurements, GPU env, prefix caching),
+# on the tiny world: every lab that starts an engine, top to bottom; its own asserts must hold (outputs are
+# not compared). Lab 06 starts nothing and reads the shipped recordings, so it is not rehearsed.
+# What still differs from a 4090: course_utils/profiles.py, _rehearsal.
+test-rehearsal: $(VENV)/.installed  ## Labs 01-05 on COURSE_PROFILE=rehearsal (the GPU code path, on CPU)
+	@mkdir -p build/rehearsal
+	$(call timed,for nb in $(test-rehearsal_LABS); do echo "== rehearsal: $$nb"; \
+	  COURSE_PROFILE=rehearsal COURSE_MODE=live $(VENV)/bin/jupyter nbconvert --to notebook --execute "$$nb" \
+	    --output-dir build/rehearsal --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 \
+	    --log-level=WARN || exit 1; done)
 
 # The course's GPU baseline. Static: its source is read as text and AST, never imported.
 VLLM_BASELINE ?= 0.26.0

