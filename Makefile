@@ -49,14 +49,21 @@ run: $(VENV)/.installed  ## execute every lab live on the default profile into b
 	done
 	@$(VENV)/bin/python -m course_utils.report build $(LABS)
 
-record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|llama3b)
-	@for nb in $(LABS); do \
+# The shipped profile (tiny) records into the committed labs; any other profile (e.g. qwen7b on a 4090)
+# records beside them, into labs/recorded/<profile>/, so the committed labs and `make test` stay as they are.
+SHIPPED_PROFILE := tiny
+RECORD_DIR = $(if $(filter $(SHIPPED_PROFILE),$(PROFILE)),,labs/recorded/$(PROFILE))
+
+record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|llama3b|rehearsal)
+	@$(if $(RECORD_DIR),mkdir -p $(RECORD_DIR);) for nb in $(LABS); do \
 	  echo "== recording $$nb ($(PROFILE))"; \
+	  out="$(if $(RECORD_DIR),$(RECORD_DIR)/$$(basename $$nb),$$nb)"; \
 	  COURSE_PROFILE=$(PROFILE) COURSE_MODE=live COURSE_RECORD=1 \
 	  COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" \
-	  $(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace "$$nb" \
+	  $(VENV)/bin/jupyter nbconvert --to notebook --execute "$$nb" --output "$$(basename $$out)" \
+	    --output-dir "$$(dirname $$out)" \
 	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 || exit 1; \
-	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.replay.stale --stamp --profile $(PROFILE) "$$nb" || exit 1; \
+	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.replay.stale --stamp --profile $(PROFILE) "$$out" || exit 1; \
 	done
 
 test: setup test-unit test-stale test-replay test-live test-rehearsal test-browser test-nbgrader check-vllm-api  ## everything CI runs
@@ -65,11 +72,16 @@ test: setup test-unit test-stale test-replay test-live test-rehearsal test-brows
 test-unit:  ## unit tests, the tiny world's quality gate, the trainer's smoke run
 	$(call timed,$(VENV)/bin/python -m pytest tests -q --durations=8 --ignore=tests/browser --ignore=tests/grading)
 
-test-stale:  ## committed notebooks and recordings must match the code that made them
-	$(call timed,$(VENV)/bin/python -m course_utils.replay.stale $(LABS))
+test-stale: $(READ_VENV)/.installed  ## committed notebooks and recordings must match the code that made them
+	$(call timed,$(READ_VENV)/bin/python -m course_utils.replay.stale --profile $(SHIPPED_PROFILE) --other-profiles $(LABS))
 
+# Read mode for every profile that has recordings: the committed labs (tiny), and each other profile's
+# recorded copies in labs/recorded/<profile>/ whose code is that of the labs now (older ones: test-stale says so).
 test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval strict against the committed outputs
-	$(call timed,COURSE_MODE=replay COURSE_PROFILE=tiny $(READ_VENV)/bin/python -m pytest $(NBVAL) $(LABS))
+	$(call timed,COURSE_MODE=replay COURSE_PROFILE=$(SHIPPED_PROFILE) $(READ_VENV)/bin/python -m pytest $(NBVAL) $(LABS) \
+	  && $(READ_VENV)/bin/python -m course_utils.replay.stale --current-recorded | while read -r prof nbs; do \
+	    echo "== read mode, profile $$prof"; \
+	    COURSE_MODE=replay COURSE_PROFILE=$$prof $(READ_VENV)/bin/python -m pytest $(NBVAL) $$nbs || exit 1; done)
 
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
 	$(call timed,COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS))

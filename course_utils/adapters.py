@@ -261,7 +261,28 @@ def _check_weights_match_config(name: str, cfg: dict, tensors: dict, modules: di
 
 def read_adapter(path: str | Path, name: str | None = None) -> AdapterInfo:
     """Read an adapter folder's config and weight header; AdapterError if it is not a usable peft LoRA
-    or its weights contradict its config."""
+    or its weights contradict its config.
+
+    Inside a lab that is being recorded, what was read is also kept (a fact of the recording), so read
+    mode can show it where the folder is not: a 4090 profile's adapters on a reader's machine. Where the
+    folder is there, read mode reads it like live mode does.
+    """
+    from .replay import session as record   # the adapters module has no other tie to the labs
+
+    s = record.active()
+    if s is not None and (s.recording or (s.mode == "replay" and not Path(path).is_dir())):
+        data = s.fact(f"adapter {name or Path(path).name}", lambda: _as_dict(_read_adapter(path, name)))
+        return AdapterInfo(**data)
+    return _read_adapter(path, name)
+
+
+def _as_dict(info: AdapterInfo) -> dict:
+    from dataclasses import asdict
+
+    return asdict(info)
+
+
+def _read_adapter(path: str | Path, name: str | None = None) -> AdapterInfo:
     path = Path(path)
     name = name or path.name
     if not path.is_dir():

@@ -92,7 +92,8 @@ def shipped_configs() -> list[str]:
 
 def load_config(source) -> dict:
     """A config dict from a dict, a model folder, a config.json path, or a shipped name
-    (``data/configs/<name>``, e.g. ``"qwen2.5-7b-instruct"``)."""
+    (``data/configs/<name>``, e.g. ``"qwen2.5-7b-instruct"``). A model folder that does not exist here
+    falls back to the shipped config of the same (lower-cased) name."""
     if isinstance(source, dict):
         return source
     p = Path(source)
@@ -100,6 +101,10 @@ def load_config(source) -> dict:
         p = p / "config.json"
     elif not p.exists() and (CONFIGS / str(source) / "config.json").is_file():
         p = CONFIGS / str(source) / "config.json"
+    elif not p.exists() and (CONFIGS / p.name.lower() / "config.json").is_file():
+        # a GPU model folder that is not on this machine (read mode of a 4090 recording): the course ships
+        # its config under the folder's name, e.g. Qwen2.5-7B-Instruct -> data/configs/qwen2.5-7b-instruct
+        p = CONFIGS / p.name.lower() / "config.json"
     if not p.is_file():
         raise ConfigError(f"no config.json at {source}; give a model folder, a config.json path, "
                           f"a config dict or a shipped name ({', '.join(shipped_configs())}).")

@@ -278,3 +278,27 @@ def test_damaged_header(tmp_path):
     f.write_bytes(struct.pack("<Q", len(raw)) + raw)
     with pytest.raises(AdapterError, match="damaged safetensors header"):
         read_safetensors_header(f)
+
+
+def test_read_mode_shows_an_adapter_that_is_not_on_this_machine(recordings, tmp_path):
+    """A 4090 profile's adapters are not on a reader's machine: the recording keeps what was read."""
+    from course_utils import adapters, profiles
+    from course_utils.replay import session
+
+    sql = profiles.get_profile("tiny").adapter("sql")
+    session.set_current(session.Session("lab", "qwen7b", "live", recording=True))
+    live = adapters.read_adapter(sql)
+    session.set_current(session.Session("lab", "qwen7b", "replay"))
+    elsewhere = adapters.read_adapter(tmp_path / "autodl-tmp" / "adapters" / "sql")   # no such folder here
+    assert (elsewhere.rank, elsewhere.target_modules, elsewhere.weight_bytes) == \
+           (live.rank, live.target_modules, live.weight_bytes)
+    with pytest.raises(adapters.AdapterError):       # outside a lab a missing folder is still an error
+        session.set_current(None)
+        adapters.read_adapter(tmp_path / "nope" / "sql")
+
+
+def test_a_gpu_model_folder_that_is_not_here_reads_the_shipped_config():
+    from course_utils.arch import load_config
+
+    cfg = load_config("/root/autodl-tmp/models/Qwen2.5-7B-Instruct")
+    assert cfg["hidden_size"] == 3584
