@@ -80,7 +80,7 @@ test-stale: $(READ_VENV)/.installed  ## committed notebooks and recordings must 
 test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval strict against the committed outputs
 	$(call timed,COURSE_MODE=replay COURSE_PROFILE=$(SHIPPED_PROFILE) $(READ_VENV)/bin/python -m pytest $(NBVAL) $(LABS) \
 	  && $(READ_VENV)/bin/python -m course_utils.replay.stale --current-recorded | while read -r prof nbs; do \
-	    echo "== read mode, profile $$prof"; \
+	    echo "== read mode: profile $$prof"; \
 	    COURSE_MODE=replay COURSE_PROFILE=$$prof $(READ_VENV)/bin/python -m pytest $(NBVAL) $$nbs || exit 1; done)
 
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs

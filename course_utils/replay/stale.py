@@ -102,10 +102,10 @@ def other_profiles() -> list[str]:
     return out
 
 
-def recorded_copies(profile: str, labs_dir: Path = REPO / "labs") -> list[tuple[Path, Path, str]]:
+def recorded_copies(profile: str, labs_dir: Path | None = None) -> list[tuple[Path, Path, str]]:
     """(recorded copy, lab, state) for each stamped recording of ``profile``; state is "current",
     "out of date" (the lab's code changed since), "missing" (no recorded copy) or "no lab"."""
-    out = []
+    labs_dir, out = labs_dir or REPO / "labs", []
     for rec in sorted(recording_path(profile, "x").parent.glob("*.json")):
         if "code_hash" not in json.loads(rec.read_text()).get("provenance", {}):
             continue
