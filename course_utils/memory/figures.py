@@ -68,11 +68,13 @@ def layout_table(p: Layout) -> str:
 
 
 def draw(layouts: dict[str, Layout], ax=None, title: str = ""):
-    """Horizontal stacked bars, one per labelled layout."""
+    """Horizontal stacked bars, one per labelled layout, with the card's total as vLLM sees it and the
+    ``gpu_memory_utilization`` budget as lines, the LoRA slice labelled however thin it is, and a
+    "does not fit" mark (a model estimate) where the KV cache would get nothing."""
     import matplotlib.pyplot as plt
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 0.9 + 0.8 * len(layouts)))
+        _, ax = plt.subplots(figsize=(12.5, 2.4 + 0.7 * len(layouts)))
     names = list(layouts)
     for row, name in enumerate(names):
         left = 0.0
@@ -82,16 +84,25 @@ def draw(layouts: dict[str, Layout], ax=None, title: str = ""):
             if gib >= 1.2:
                 ax.text(left + gib / 2, row, f"{gib:.1f}", ha="center", va="center", fontsize=8, color="white"
                         if part != "free" else "black")
+            elif part == "lora_buffers":          # thin, but it is the lesson: label it above the bar
+                ax.annotate(f"LoRA {gib:.2f}", (left + gib / 2, row - 0.4), ha="center", va="bottom",
+                            fontsize=8, color=COLORS[part])
             left += gib
         if not layouts[name].fits:
-            ax.text(left, row, "  does not fit: vLLM refuses to start", ha="left", va="center", fontsize=8,
-                    color="#C44E52")
+            ax.text(left, row, "  does not fit (model estimate):\n  vLLM would refuse to start", ha="left",
+                    va="center", fontsize=8, color="#C44E52")
+    totals = {(p.gpu_total, p.requested) for p in layouts.values()}
+    if len(totals) == 1:                          # one card and one budget for every bar: draw them once
+        total, requested = (b / GiB for b in totals.pop())
+        util = next(iter(layouts.values())).gpu_memory_utilization
+        ax.axvline(total, color="black", lw=1, label=f"card total as vLLM sees it ({total:.2f} GiB)")
+        ax.axvline(requested, color="black", lw=1, ls="--",
+                   label=f"gpu_memory_utilization={util:g} ({requested:.2f} GiB)")
+    ax.set_ylim(len(names) - 0.5, -0.8)            # top row first, room above it for the LoRA label
     ax.set_yticks(range(len(names)), names)
-    ax.invert_yaxis()
     ax.set_xlabel("GiB")
     ax.set_title(title)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(names) < 3 else -0.2), ncol=3, fontsize=8,
-              frameon=False)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     ax.figure.tight_layout()
     return ax
 
