@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 import struct
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .arch import (MAX_LORA_RANKS, PROJECTIONS, ConfigError, arch, load_config, projection_shapes,
@@ -271,15 +271,9 @@ def read_adapter(path: str | Path, name: str | None = None) -> AdapterInfo:
 
     s = record.active()
     if s is not None and (s.recording or (s.mode == "replay" and not Path(path).is_dir())):
-        data = s.fact(f"adapter {name or Path(path).name}", lambda: _as_dict(_read_adapter(path, name)))
+        data = s.fact(f"adapter {name or Path(path).name}", lambda: asdict(_read_adapter(path, name)))
         return AdapterInfo(**data)
     return _read_adapter(path, name)
-
-
-def _as_dict(info: AdapterInfo) -> dict:
-    from dataclasses import asdict
-
-    return asdict(info)
 
 
 def _read_adapter(path: str | Path, name: str | None = None) -> AdapterInfo:

@@ -30,18 +30,11 @@ import re
 import sys
 from pathlib import Path
 
+from .notebooks import cell_source, set_cell_source
+
 CHECK = re.compile(r'exercises\.check\("(?P<name>[^"]+)",\s*(?P<var>\w+)\)')
 BLANK = re.compile(r"^(?P<var>\w+)\s*=\s*(\.\.\.|\{)", re.M)
 SCHEMA = 3
-
-
-def _source(cell) -> str:
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
-def _set_source(cell, text: str) -> None:
-    lines = text.split("\n")
-    cell["source"] = [line + "\n" for line in lines[:-1]] + [lines[-1]]
 
 
 def _tags(cell) -> list[str]:
@@ -58,11 +51,11 @@ def exercises(nb: dict) -> list[dict]:
     for i, c in enumerate(cells):
         if "exercise-check" not in _tags(c):
             continue
-        m = CHECK.search(_source(c))
+        m = CHECK.search(cell_source(c))
         if not m:
             raise ValueError(f"cell {i} is tagged exercise-check but does not call cu.exercises.check(name, var)")
         blank = [j for j, e in enumerate(cells[:i]) if "exercise" in _tags(e)
-                 and any(b.group("var") == m["var"] for b in BLANK.finditer(_source(e)))]
+                 and any(b.group("var") == m["var"] for b in BLANK.finditer(cell_source(e)))]
         if not blank:
             raise ValueError(f"cell {i} checks {m['var']!r}, but no earlier cell tagged exercise assigns it")
         out.append({"name": m["name"], "var": m["var"], "exercise": blank[-1], "check": i})
@@ -105,9 +98,9 @@ def source_version(nb: dict, reference: dict[str, str]) -> dict:
         if ex["name"] not in reference:
             raise KeyError(f"no reference answer for exercise {ex['name']!r}")
         blank, check = nb["cells"][ex["exercise"]], nb["cells"][ex["check"]]
-        _set_source(blank, f"{_source(blank)}\n### BEGIN SOLUTION\n{ex['var']} = {reference[ex['name']]}\n"
+        set_cell_source(blank, f"{cell_source(blank)}\n### BEGIN SOLUTION\n{ex['var']} = {reference[ex['name']]}\n"
                            f"### END SOLUTION")
-        _set_source(check, f"{_source(check)}\n### BEGIN HIDDEN TESTS\n{hidden_test(ex['name'], ex['var'])}\n"
+        set_cell_source(check, f"{cell_source(check)}\n### BEGIN HIDDEN TESTS\n{hidden_test(ex['name'], ex['var'])}\n"
                            f"### END HIDDEN TESTS")
     for c in nb["cells"]:
         if c["cell_type"] == "code":
@@ -121,7 +114,7 @@ def answered(nb: dict, answers: dict[str, str]) -> dict:
     for ex in exercises(nb):
         if ex["name"] in answers:
             cell = nb["cells"][ex["exercise"]]
-            _set_source(cell, f"{_source(cell).rstrip()}\n{ex['var']} = {answers[ex['name']]}")
+            set_cell_source(cell, f"{cell_source(cell).rstrip()}\n{ex['var']} = {answers[ex['name']]}")
     return nb
 
 

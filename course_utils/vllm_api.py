@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from .notebooks import code_cells
 from .paths import REPO
 
 SHOWN_ABSENT = {
@@ -183,9 +183,7 @@ def _engine_params(tree) -> dict:
 
 
 def _lab_code(path: Path) -> str:
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    cells = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-             for c in nb["cells"] if c["cell_type"] == "code"]
+    cells = code_cells(path)
     # IPython-only lines (magics, shell escapes) are not Python
     return "\n".join(line for cell in cells for line in cell.splitlines() if not line.lstrip().startswith(("%", "!")))
 

@@ -26,6 +26,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..notebooks import code_cells
 from ..paths import RECORDINGS, REPO
 from .session import recording_path
 
@@ -42,10 +43,7 @@ def _shown(p: Path) -> str:
 
 def lab_code_hash(notebook: Path) -> str:
     """Hash of a notebook's code cells: what the recording was made from."""
-    nb = json.loads(Path(notebook).read_text())
-    code = [("".join(c["source"]) if isinstance(c["source"], list) else c["source"])
-            for c in nb["cells"] if c["cell_type"] == "code"]
-    return hashlib.sha256(json.dumps(code).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(code_cells(notebook)).encode()).hexdigest()[:16]
 
 
 def outputs_hash(notebook: Path) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from course_utils import grading
+from course_utils.notebooks import cell_source
 from tests import exercise_solutions as sol
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +38,7 @@ def nbgrader(course: Path, *args: str) -> str:
 
 
 def code(nb: dict) -> list[str]:
-    return [grading._source(c).rstrip() for c in nb["cells"] if c["cell_type"] == "code"]
+    return [cell_source(c).rstrip() for c in nb["cells"] if c["cell_type"] == "code"]
 
 
 @pytest.fixture(scope="module")
