@@ -55,3 +55,17 @@ def test_quiet_libraries_silences_the_cpp_warnings(monkeypatch):
     monkeypatch.delenv("TORCH_CPP_LOG_LEVEL", raising=False)
     lab.quiet_libraries()
     assert os.environ["TORCH_CPP_LOG_LEVEL"] == "ERROR"
+
+
+PLUMBING = re.compile(r"cassette|\brecord\.|\bcurrent\(\)|replayable|\._live_servers|\.fact\(|\bcu\.\w+\._\w+")
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
+def test_lesson_cells_carry_no_record_replay_plumbing(lab):
+    """Recording and replay happen inside the helpers; a lesson cell shows only the lesson's code."""
+    nb = json.loads(lab.read_text(encoding="utf-8"))
+    found = [f"cell {i}: {sorted(set(PLUMBING.findall(''.join(cell['source']))))}"
+             for i, cell in enumerate(nb["cells"])
+             if cell["cell_type"] == "code" and PLUMBING.search("".join(cell["source"]))]
+    assert not found, (f"{lab.name}: code cells touch record/replay objects or private names; move that "
+                       f"into a course_utils helper that records itself:\n" + "\n".join(found))

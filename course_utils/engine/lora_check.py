@@ -1,0 +1,176 @@
+"""Lab 05's checks of a hand-written LoRA forward: against vLLM's PyTorch ops, against peft, and a merge.
+
+Each check takes the student's ``lora_linear(x, W, bias, A, B, scaling, idx)`` and runs it on real
+tensors. The lab prints these functions with ``inspect.getsource`` and calls them; torch, peft and
+transformers are imported inside, so read mode (no torch) shows what the call returned when the lab
+was recorded. The recording is keyed by the source of ``lora_linear``: an edited function has no
+recorded answer, and read mode says so instead of showing the old result.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import shutil
+from pathlib import Path
+
+from .. import memory
+from ..replay import keys
+from ..replay import session as record
+
+TOL = 1e-4   # float32, element-wise absolute; outputs are of order 10
+
+
+def _source_digest(fn) -> str:
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):     # defined where no source is kept (e.g. a plain `python -c`)
+        text = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _key_value(value):
+    """What names an argument in the replay key: a function by its source, a profile by name and shelf."""
+    if callable(value):
+        return {"source": _source_digest(value)}
+    if hasattr(value, "adapters") and hasattr(value, "base_model"):      # a course profile
+        return {"profile": value.name, "adapters": sorted(value.adapters)}
+    if isinstance(value, (Path, tuple)):
+        return str(value) if isinstance(value, Path) else list(value)
+    return value
+
+
+def recorded(fn):
+    """Run the check live (recorded by ``make record``), or in read mode return what it returned then.
+
+    The key is the function's name and its arguments (the student's function by its source), so an
+    edited ``lora_linear`` has no recorded answer and read mode says so. Outside a lab it just runs.
+    """
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        session = record.active()
+        if session is None:
+            return fn(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        params = {name: _key_value(value) for name, value in bound.arguments.items()}
+        return session.run(keys.call(fn.__name__, [], params), lambda: fn(*args, **kwargs))
+
+    return wrapper
+
+
+@recorded
+def compare_with_vllm_ops(lora_linear, seed=0):
+    """``lora_linear`` vs vLLM's bgmv/sgmv torch ops and a float64 loop, on a random mixed-rank batch."""
+    import torch
+    from vllm.lora.ops.torch_ops import bgmv_expand, bgmv_shrink, sgmv_expand, sgmv_shrink
+
+    g = torch.Generator().manual_seed(seed)
+    k, d, ranks, alphas = 256, 512, [8, 16, 32, 64], [16, 16, 64, 32]
+    n, r_max = len(ranks), max(ranks)
+    A, B = torch.zeros(n, r_max, k), torch.zeros(n, d, r_max)
+    for a, r in enumerate(ranks):                 # mixed ranks, zero-padded to r_max
+        A[a, :r] = torch.randn(r, k, generator=g) / k ** 0.5
+        B[a, :, :r] = torch.randn(d, r, generator=g) / r ** 0.5
+    scaling = torch.tensor([al / r for al, r in zip(alphas, ranks)])
+    seq_lens, seq_adapters = [3, 5, 2, 4, 1, 6], [2, -1, 0, 3, 1, -1]
+    idx = torch.repeat_interleave(torch.tensor(seq_adapters), torch.tensor(seq_lens))
+    T = int(idx.numel())
+    x, W = torch.randn(T, k, generator=g), torch.randn(d, k, generator=g) / k ** 0.5
+
+    mine = lora_linear(x, W, None, A, B, scaling, idx)
+
+    # vLLM's layout: (slots, 1, r_max, k) and (slots, 1, d, r_max), alpha/r folded into B, one zero slot
+    a_stacked, b_stacked = torch.zeros(n + 1, 1, r_max, k), torch.zeros(n + 1, 1, d, r_max)
+    a_stacked[:n, 0], b_stacked[:n, 0] = A, B * scaling[:, None, None]
+    slot = lambda t: torch.where(t < 0, torch.full_like(t, n), t)   # noqa: E731  base rows -> the zero slot
+
+    buf = torch.zeros(T, r_max)                   # decode style: one adapter index per token
+    y_bgmv = x @ W.T
+    bgmv_shrink(x, a_stacked, buf, slot(idx), 1.0)
+    bgmv_expand(buf, b_stacked, y_bgmv, slot(idx), add_inputs=True)
+
+    lens = torch.tensor(seq_lens)                 # prefill style: one adapter index per sequence
+    starts = torch.cumsum(lens, 0) - lens
+    meta = (starts, lens, slot(torch.tensor(seq_adapters)), len(seq_lens), max(seq_lens), T)
+    buf = torch.zeros(T, r_max)
+    y_sgmv = x @ W.T
+    sgmv_shrink(x, a_stacked, buf, *meta, 1.0)
+    sgmv_expand(buf, b_stacked, y_sgmv, *meta, add_inputs=True)
+
+    xd = x.double()                               # the naive per-row loop, in float64
+    loop = torch.stack([W.double() @ xd[i] + (B[a].double() @ (A[a].double() @ xd[i])) * float(scaling[a])
+                        if a >= 0 else W.double() @ xd[i] for i, a in enumerate(idx.tolist())])
+    diff = lambda u, v: float((u.double() - v.double()).abs().max())   # noqa: E731
+    return {"tokens": T, "adapter ranks": ranks, "max_lora_rank": r_max, "tolerance": TOL,
+            "max |y|": round(float(mine.abs().max()), 2),           # 2 decimals: the same on every CPU
+            "max |LoRA delta|": round(diff(mine, x @ W.T), 2),
+            "max |mine - bgmv|": diff(mine, y_bgmv), "max |mine - sgmv|": diff(mine, y_sgmv),
+            "max |mine - float64 loop|": diff(mine, loop)}
+
+
+@recorded
+def compare_with_peft(lora_linear, prof, layer=0, projections=("q_proj", "down_proj"), seed=0):
+    """``lora_linear`` vs peft's mixed-batch LoRA forward, on real layers of the profile's base and adapters."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()             # no loading bars in the notebook
+
+    torch.manual_seed(seed)
+    names = list(prof.adapters)
+    base = AutoModelForCausalLM.from_pretrained(prof.base_model, dtype=getattr(torch, prof.host_dtype))
+    model = PeftModel.from_pretrained(base, prof.adapter(names[0]), adapter_name=names[0])
+    for name in names[1:]:
+        model.load_adapter(prof.adapter(name), adapter_name=name)
+    decoder = model.base_model.model.model.layers[layer]
+    rows = []
+    for proj in projections:
+        mod = getattr(decoder.self_attn if hasattr(decoder.self_attn, proj) else decoder.mlp, proj).float()
+        here = [name for name in names if name in mod.lora_A]      # adapters that target this projection
+        ranks = [mod.lora_A[name].weight.shape[0] for name in here]
+        k, d, r_max = mod.base_layer.in_features, mod.base_layer.out_features, max(ranks)
+        A, B = torch.zeros(len(here), r_max, k), torch.zeros(len(here), d, r_max)
+        for a, name in enumerate(here):
+            A[a, :ranks[a]] = mod.lora_A[name].weight
+            B[a, :, :ranks[a]] = mod.lora_B[name].weight
+        scaling = torch.tensor([mod.scaling[name] for name in here])
+        idx = torch.tensor(list(range(-1, len(here))) * 3)           # every adapter and the base, 3 rows each
+        x = torch.randn(len(idx), k)
+        with torch.no_grad():
+            ref = mod(x, adapter_names=[here[a] if a >= 0 else "__base__" for a in idx.tolist()])
+            mine = lora_linear(x, mod.base_layer.weight, mod.base_layer.bias, A, B, scaling, idx)
+            plain = mod.base_layer(x)
+        rows.append({"layer": f"layers.{layer}.{proj}", "shape (d, k)": f"({d}, {k})",
+                     "adapters (rank)": ", ".join(f"{n} ({r})" for n, r in zip(here, ranks)), "rows": len(idx),
+                     "max |LoRA delta|": round(float((ref - plain).abs().max()), 2),
+                     "max |mine - peft|": float((mine - ref).abs().max())})
+    return rows
+
+
+@recorded
+def merge_adapter(prof, name, out_dir):
+    """Merge adapter ``name`` into the base with peft (W + (alpha/r) B A); save a plain model in ``out_dir``."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    from ..gpu.checks import require_free_disk
+    hf_logging.disable_progress_bar()
+
+    out = Path(out_dir) / name
+    size = memory.weight_bytes(memory.load_config(prof.base_model), prof.host_dtype).total   # one full copy
+    require_free_disk(out_dir, size, f"the merged model {name!r}")      # a clear error, not a half-written copy
+    base = AutoModelForCausalLM.from_pretrained(prof.base_model, dtype=getattr(torch, prof.host_dtype))
+    merged = PeftModel.from_pretrained(base, prof.adapter(name)).merge_and_unload()   # W + (alpha/r) B A
+    merged.save_pretrained(out, safe_serialization=True)
+    for f in ["tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"]:
+        if (Path(prof.base_model) / f).is_file():
+            shutil.copy(Path(prof.base_model) / f, out / f)
+    return {"adapter": name, "merged model": str(out), "files": sorted(p.name for p in out.iterdir()),
+            "weights (MB)": round(sum(f.stat().st_size for f in out.glob("*.safetensors")) / 1e6, 2)}
