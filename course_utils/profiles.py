@@ -50,6 +50,21 @@ class Profile:
         float32 would take 30 GB of host memory, and its merged copy 30 GB of disk)."""
         return "float32" if self.hardware == "cpu" else self.engine.get("dtype", "bfloat16")
 
+    @property
+    def tiny_world(self) -> bool:
+        """The base is the course's tiny model (profiles tiny and rehearsal): the extra adapters the course
+        trained for it (data/tiny/foreign, data/tiny/rank_sweep) fit it, and no other base."""
+        return Path(self.base_model).resolve() == (TINY / "base").resolve()
+
+    def skips(self, what: str) -> bool:
+        """True (after saying so) where ``what`` needs the tiny base and this profile serves another one."""
+        if self.tiny_world:
+            return False
+        print(f"skipped on profile {self.name!r}: {what} uses adapters trained for the course's tiny base, which "
+              f"do not fit {Path(self.base_model).name}. Run it with COURSE_PROFILE=tiny (CPU), or read the "
+              f"recorded run.")
+        return True
+
     def engine_kwargs(self, **overrides) -> dict:
         """Settings for ``LLM(model=..., enable_lora=True, **kwargs)`` beyond the lesson's own knobs."""
         kw = {k: v for k, v in self.engine.items() if k not in ("max_lora_rank", "max_loras")}

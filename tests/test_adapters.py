@@ -6,6 +6,7 @@ adapter_model.safetensors whose header is built with struct + json (zeros for da
 
 import json
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -302,3 +303,48 @@ def test_a_gpu_model_folder_that_is_not_here_reads_the_shipped_config():
 
     cfg = load_config("/root/autodl-tmp/models/Qwen2.5-7B-Instruct")
     assert cfg["hidden_size"] == 3584
+
+
+# --------------------------------------------------------------------------
+# Same shapes, another base: only the recorded fingerprint tells
+# --------------------------------------------------------------------------
+
+def test_shipped_adapters_record_the_fingerprint_of_the_shipped_base():
+    from course_utils.adapters import BASE_IDENTITY_FILE, base_fingerprint
+
+    here = base_fingerprint(TINY.base_model)
+    for name in TINY.adapters:
+        identity = json.loads((Path(TINY.adapter(name)) / BASE_IDENTITY_FILE).read_text())
+        assert identity["base_fingerprint"] == here, name
+        assert check_adapter(TINY.adapter(name), TINY.base_model).base_check.startswith("same base")
+
+
+def test_the_sibling_adapter_fits_every_shape_and_is_refused_by_its_fingerprint():
+    from course_utils.paths import TINY as TINY_DIR
+
+    sibling = TINY_DIR / "foreign" / "sibling-sql"
+    info = read_adapter(sibling)
+    assert info.rank == read_adapter(TINY.adapter("sql")).rank           # the same recipe, the same shapes
+    with pytest.raises(AdapterError, match="trained on another base.*course-tiny-qwen2-sibling.*shapes match"):
+        check_adapter(sibling, TINY.base_model, max_lora_rank=64)
+
+
+def test_fingerprint_changes_with_any_tensor_and_an_unrecorded_base_is_not_checked(tmp_path):
+    from course_utils.adapters import base_fingerprint, write_base_identity
+
+    base = tmp_path / "base"
+    base.mkdir()
+    write_safetensors(base / "model.safetensors", {"model.embed_tokens.weight": (4, 8)})
+    before = base_fingerprint(base)
+    raw = bytearray((base / "model.safetensors").read_bytes())
+    raw[-1] = 1                                                                 # one byte of one weight
+    (base / "model.safetensors").write_bytes(bytes(raw))
+    assert base_fingerprint(base) != before
+    adapter = fake_adapter(tmp_path)
+    info = check_adapter(adapter, TINY.base_model)
+    assert info.base_check.startswith("not checked") and "base_model_name_or_path" in info.base_check
+    write_base_identity(adapter, base, "other")
+    with pytest.raises(AdapterError, match="trained on another base: it records base 'other'"):
+        check_adapter(adapter, TINY.base_model)
+    with pytest.raises(AdapterError, match="no \\*.safetensors"):
+        base_fingerprint(tmp_path / "adapter" / "nothing")

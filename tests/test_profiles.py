@@ -89,3 +89,15 @@ def test_the_rehearsal_profile_runs_the_tiny_world_the_gpu_profiles_way():
            {k: gpu.engine[k] for k in ("max_lora_rank", "max_loras")}
     assert reh.engine["enable_prefix_caching"] is True
     assert {k for k in gpu.env if k != "VLLM_BATCH_INVARIANT"} <= set(reh.env)
+
+
+def test_demonstrations_for_the_tiny_base_say_plainly_when_they_skip(capsys):
+    from course_utils.profiles import PROFILES
+
+    for name in ("tiny", "rehearsal"):
+        assert PROFILES[name]().tiny_world and not PROFILES[name]().skips("the rank sweep")
+    assert capsys.readouterr().out == ""
+    qwen = PROFILES["qwen7b"]()
+    assert not qwen.tiny_world and qwen.skips("the rank sweep")
+    said = capsys.readouterr().out
+    assert "skipped on profile 'qwen7b'" in said and "COURSE_PROFILE=tiny" in said

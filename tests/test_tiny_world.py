@@ -89,3 +89,21 @@ def test_trainer_smoke(tmp_path):
         conf = json.loads((tmp_path / "adapters" / task / "adapter_config.json").read_text())
         assert conf["r"] == spec.rank and sorted(conf["target_modules"]) == sorted(spec.target_modules)
     assert (tmp_path / "base" / "model.safetensors").is_file()
+    # The sibling-base adapter: the same shapes as sql's, trained on other weights, and it records them.
+    identity = {w: json.loads((tmp_path / d / "base_fingerprint.json").read_text())
+                for w, d in (("own", "adapters/sql"), ("sibling", "foreign/sibling-sql"))}
+    assert identity["own"]["base_fingerprint"] != identity["sibling"]["base_fingerprint"]
+    assert manifest["sibling"]["base"] == identity["sibling"]["base_model_name"] == "course-tiny-qwen2-sibling"
+    sweep = {p.name for p in (tmp_path / "rank_sweep").iterdir()}
+    assert sweep == {f"json-r{r}" for r in tinyworld.RANK_SWEEP} | {f"codebook-r{r}" for r in tinyworld.CODEBOOK_RANKS}
+    assert set(manifest["rank_sweep"]) == sweep
+    assert (tmp_path / "foreign" / "sibling-sql" / "adapter_model.safetensors").read_bytes() == \
+        (tmp_path / "again" / "foreign" / "sibling-sql" / "adapter_model.safetensors").read_bytes()
+
+
+def test_the_codebook_is_fixed_distinct_and_unknown_to_the_base_tasks():
+    book = tinyworld.codebook()
+    assert book == tinyworld.codebook() and len(book) == tinyworld.CODEBOOK_SIZE
+    words = [w for pair in book for w in pair]
+    assert len(set(words)) == len(words)                      # every word and code word is its own
+    assert tinyworld.codebook_prompt("serola") == "What is the code word for serola?"

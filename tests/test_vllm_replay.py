@@ -89,7 +89,10 @@ RECORD_WITH_REAL_VLLM = textwrap.dedent("""
     prompts = [chat_prompt(prof, "Write a SQL query: List all airports in Malawi."), chat_prompt(prof, "Hi.")]
     llm.generate(prompts, SamplingParams(temperature=0, max_tokens=8), lora_request=[sql, None], use_tqdm=False)
     llm.generate(prompts[:1], SamplingParams(temperature=0, max_tokens=8), lora_request=sql, use_tqdm=False)
-    print("RESULT " + json.dumps({"recorded": True}))
+    held = llm.llm_engine.list_loras()
+    removed = llm.llm_engine.remove_lora(1)
+    print("RESULT " + json.dumps({"recorded": True, "held": sorted(held), "removed": removed,
+                                  "after": sorted(llm.llm_engine.list_loras())}))
 """)
 
 
@@ -98,9 +101,10 @@ RECORD_WITH_REAL_VLLM = textwrap.dedent("""
 @pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
 def test_keys_recorded_from_real_vllm_are_found_by_the_stand_ins(recordings, live_child):
     """The same lab code, once against real vLLM (recording) and once against the stand-ins (replay)."""
-    assert live_child(RECORD_WITH_REAL_VLLM, recordings)["recorded"]
+    live = live_child(RECORD_WITH_REAL_VLLM, recordings)
+    assert live["recorded"] and live["held"] == [1] and live["removed"] is True and live["after"] == []
     data = json.loads((recordings / "tiny" / "keys.json").read_text())
-    assert [c["kind"] for c in data["calls"]] == ["LLM", "add_lora", "generate", "generate"]
+    assert [c["kind"] for c in data["calls"]] == ["LLM", "add_lora", "generate", "generate"] + ["engine_call"] * 3
     assert data["calls"][2]["users"] == ["Write a SQL query: List all airports in Malawi.", "Hi."]
 
     from course_utils.chat import chat_prompt
@@ -120,5 +124,7 @@ def test_keys_recorded_from_real_vllm_are_found_by_the_stand_ins(recordings, liv
         one = llm.generate(prompts[:1], standin.SamplingParams(temperature=0, max_tokens=8), lora_request=sql,
                            use_tqdm=False)
         assert one[0].outputs[0].token_ids == outs[0].outputs[0].token_ids  # batching changed nothing
+        assert llm.llm_engine.list_loras() == {1} and llm.llm_engine.remove_lora(1) is True
+        assert llm.llm_engine.list_loras() == set()                     # the second call, as recorded
     finally:
         record.set_current(None)

@@ -105,6 +105,11 @@ def add_lora(engine_key, lora_request) -> Key:
     return Key("add_lora", {"engine": engine_key, "lora": lora(lora_request)}, f"add_lora {lora(lora_request)}")
 
 
+def engine_call(engine_key, method: str, args: list) -> Key:
+    """Another call on ``llm.llm_engine`` whose answer read mode needs (``list_loras``, ``remove_lora``)."""
+    return Key("engine_call", {"engine": engine_key, "method": method, "args": list(args)}, f"llm_engine.{method}")
+
+
 def schedtrace(engine_key, prompts_, sampling_params, lora_requests, label: str = "") -> Key:
     """One step-by-step drive of the engine (the label names the run; it is not part of the key)."""
     return Key("schedtrace", {"engine": engine_key, "prompts": prompts(prompts_),

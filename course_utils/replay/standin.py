@@ -96,6 +96,12 @@ class _Engine:
     def add_lora(self, lora_request):
         return current().run(keys.add_lora(self._course_key, lora_request), None)
 
+    def list_loras(self) -> set:
+        return set(current().run(keys.engine_call(self._course_key, "list_loras", []), None))
+
+    def remove_lora(self, lora_id) -> bool:
+        return current().run(keys.engine_call(self._course_key, "remove_lora", [lora_id]), None)
+
 
 class LLM:
     """``vllm.LLM`` in read mode: construction and ``generate`` answer from the recording."""

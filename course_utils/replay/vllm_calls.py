@@ -37,7 +37,8 @@ _instrumented = False
 
 
 def instrument() -> None:
-    """Record the real vLLM's LLM(...), llm.generate(...) and llm.llm_engine.add_lora(...)."""
+    """Record the real vLLM's LLM(...), llm.generate(...) and llm.llm_engine's add_lora, list_loras and
+    remove_lora."""
     global _instrumented
     if _instrumented:
         return
@@ -67,6 +68,18 @@ def instrument() -> None:
                              lambda: orig_add_lora(self, lora_request), encode=bool)
 
     vllm.LLM.__init__, vllm.LLM.generate, LLMEngine.add_lora = init, generate, add_lora
+
+    def recorded(method, encode):
+        orig = getattr(LLMEngine, method)
+
+        @functools.wraps(orig)
+        def call(self, *args):
+            return current().run(keys.engine_call(getattr(self, "_course_key", None), method, args),
+                                 lambda: orig(self, *args), encode=encode)
+        setattr(LLMEngine, method, call)
+
+    recorded("list_loras", lambda ids: sorted(ids))       # a set of adapter ids
+    recorded("remove_lora", bool)
     _instrumented = True
 
 

@@ -12,6 +12,16 @@
    behind terse instructions, and copy practice;
 4. one peft LoRA adapter per task, trained on that base, each with its own
    rank and target modules, saved in the standard peft layout vLLM loads.
+   Beside each adapter, ``base_fingerprint.json`` records which base it was
+   trained on (:func:`course_utils.adapters.write_base_identity`);
+5. two adapters that do *not* belong to this base, for Lab 01's pitfalls: one
+   for a wider Qwen2 (random weights, shapes do not fit) and ``sql`` trained
+   on a *sibling* base (same shapes and tokenizer, other weights; the sibling
+   base is written to build/, not shipped). ``--only sibling`` rebuilds it;
+6. for Lab 03's lesson that rank is a capacity limit (``rank_sweep/``): the
+   json adapter's recipe at ranks 1, 4 and 16, and the same recipe trained on
+   a 200-pair codebook of made-up words at ranks 1 to 64. ``--only ranks``
+   rebuilds them (``--only codebook``: the codebook half).
 
 What each choice did to held-out copying is in ``EXPERIMENTS.md`` next to this file.
 
@@ -35,7 +45,8 @@ from pathlib import Path
 
 from . import tasks
 from ..chat import CHATML_TEMPLATE, render
-from ..paths import TINY
+from ..adapters import write_base_identity
+from ..paths import REPO, TINY
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 BASE_NAME = "course-tiny-qwen2"
@@ -269,13 +280,18 @@ def _seed_everything(cfg: TrainConfig):
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def train_base(cfg: TrainConfig, out: Path, on_step=None):
+def train_base(cfg: TrainConfig, out: Path, on_step=None, *, init_seed: int | None = None,
+               name: str = BASE_NAME):
     """Train the base; ``on_step(label, step, model, tokenizer)``, if given, is called after every step
-    (label "copy drill", then "base")."""
+    (label "copy drill", then "base"). ``init_seed`` draws other initial weights (the tokenizer and the
+    data order stay those of ``cfg.seed``)."""
+    import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     _seed_everything(cfg)
     tok = train_tokenizer(cfg)
+    if init_seed is not None:
+        torch.manual_seed(init_seed)
     eos = tok.convert_tokens_to_ids("<|im_end|>")
     pad = tok.convert_tokens_to_ids("<|endoftext|>")
     config = Qwen2Config(
@@ -294,7 +310,7 @@ def train_base(cfg: TrainConfig, out: Path, on_step=None):
     loss = _train(model, params, batches(encoded, cfg.batch_size, cfg.base_steps, cfg.seed, pad), cfg.base_steps,
                   cfg.base_lr, "base", on_step=hook)
     out.mkdir(parents=True, exist_ok=True)
-    model.config.name_or_path = BASE_NAME
+    model.config.name_or_path = name
     model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=pad, do_sample=False)
     model.save_pretrained(out, safe_serialization=True)
     tok.save_pretrained(out)
@@ -314,7 +330,7 @@ def _make_portable(out: Path, base_name: str) -> None:
 
 def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, device: str = "cpu",
                   dtype: str = "float32", gradient_checkpointing: bool = False, base_name: str = BASE_NAME,
-                  chat: bool = False):
+                  chat: bool = False, spec: AdapterSpec | None = None, pairs: list | None = None):
     """Train one task's LoRA adapter on the base in ``base_dir`` and save it (peft layout) to ``out``.
 
     The same function trains the tiny world's adapters (CPU, float32) and the
@@ -327,7 +343,7 @@ def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, dev
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     _seed_everything(cfg)
-    spec = ADAPTERS[task]
+    spec = spec or ADAPTERS[task]
     tok = AutoTokenizer.from_pretrained(base_dir)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
@@ -338,13 +354,15 @@ def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, dev
     lora = LoraConfig(r=spec.rank, lora_alpha=spec.alpha, target_modules=list(spec.target_modules),
                       lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
     model = get_peft_model(base, lora)
-    encoded = encode_pairs(tok, adapter_corpus(task, cfg), chat_template=chat, copy_weight=cfg.copy_weight)
+    encoded = encode_pairs(tok, pairs if pairs is not None else adapter_corpus(task, cfg), chat_template=chat,
+                           copy_weight=cfg.copy_weight)
     params = [p for p in model.parameters() if p.requires_grad]
     steps = max(1, round(cfg.adapter_steps * spec.steps_factor))
     loss = _train(model, params, batches(encoded, cfg.batch_size, steps, cfg.seed, tok.pad_token_id), steps,
                   cfg.adapter_lr, task)
     model.save_pretrained(out, safe_serialization=True)
     _make_portable(out, base_name)
+    write_base_identity(out, base_dir, base_name)     # which base it was trained on, checked before serving
     return {"final_loss": round(loss, 4), "rank": spec.rank, "alpha": spec.alpha, "steps": steps,
             "target_modules": list(spec.target_modules),
             "trainable_parameters": sum(p.numel() for p in params)}
@@ -367,6 +385,104 @@ def make_foreign_adapter(out: Path, seed: int = 0) -> dict:
     return {"hidden_size": 512, "rank": 8, "note": "random weights; shows a base/adapter mismatch"}
 
 
+SIBLING_BASE_NAME = "course-tiny-qwen2-sibling"
+SIBLING_DIR = "sibling-sql"   # under data/tiny/foreign/
+
+
+def make_sibling_adapter(cfg: TrainConfig, out: Path, sibling_base: Path, course_base: Path, task: str = "sql",
+                         init_seed: int = 4321, base_steps: int = 3000) -> dict:
+    """``task``'s adapter trained on a *sibling* base: the course base's recipe, data, tokenizer and shapes,
+    but other initial weights and fewer steps. Served on the course base it passes every shape check and
+    answers wrongly: the base mismatch only a fingerprint catches. The sibling base (``sibling_base``,
+    under build/) is not shipped; this function regenerates it."""
+    from dataclasses import replace
+
+    base = train_base(replace(cfg, base_steps=min(cfg.base_steps, base_steps)), sibling_base,
+                      init_seed=init_seed, name=SIBLING_BASE_NAME)
+    info = train_adapter(cfg, sibling_base, task, out, base_name=SIBLING_BASE_NAME)
+    return {"task": task, "base": SIBLING_BASE_NAME, "base_init_seed": init_seed,
+            "base_steps": min(cfg.base_steps, base_steps), "base_final_loss": base["final_loss"], **info,
+            "right_on_each_base": sibling_quality(out, sibling_base, course_base, task),
+            "note": "trained on a sibling base (same shapes and tokenizer, other weights); not for this base"}
+
+
+def sibling_quality(adapter: Path, sibling_base: Path, course_base: Path, task: str = "sql", n: int = 24) -> dict:
+    """Held-out answers right (transformers + peft, greedy) with the sibling adapter on its own base and on
+    the course base: the adapter is good, only on the wrong base."""
+    from dataclasses import replace
+
+    from ..profiles import get_profile
+    from . import checkers, quality
+
+    tiny = get_profile("tiny")
+    out = {"held_out_examples": n, "how": "transformers + peft, greedy, course_utils.tinyworld.checkers"}
+    for label, base in (("own (sibling) base", sibling_base), ("course base", course_base)):
+        rows = [quality.Row(task, task, ex.prompt, checkers.fields_of(ex))
+                for ex in tasks.make_examples(task, n, "heldout")]
+        quality.run_hf(replace(tiny, base_model=str(base), adapters={task: str(adapter)}), rows)
+        out[label] = sum(checkers.check(task, r.hf, r.fields).right for r in rows)
+    return out
+
+
+RANK_SWEEP_TASK = "json"          # the task that needs the most from its adapter (EXPERIMENTS.md)
+RANK_SWEEP = (1, 4, 16)           # + the shipped json adapter, rank 64: the same recipe at four ranks
+CODEBOOK_TASK = "codebook"        # facts the base has never seen: capacity, not a nudge
+CODEBOOK_RANKS = (1, 4, 16, 64)
+CODEBOOK_SIZE = 200
+_SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+
+
+def codebook(n: int = CODEBOOK_SIZE, seed: int = 99) -> list[tuple[str, str]]:
+    """``n`` made-up words, each with a made-up code word (three syllables each, all distinct).
+
+    A pure lookup table: nothing in the base's training predicts an answer, so an adapter has to
+    store every pair. The rank sweep measures how much of it each rank can hold."""
+    rng = random.Random(seed)
+    words: list[str] = []
+    while len(words) < 2 * n:
+        w = "".join(rng.choice(_SYLLABLES) for _ in range(3))
+        if w not in words:
+            words.append(w)
+    return list(zip(words[:n], words[n:]))
+
+
+def codebook_prompt(word: str) -> str:
+    return f"What is the code word for {word}?"
+
+
+def rank_sweep_spec(rank: int) -> AdapterSpec:
+    """The shipped json adapter's recipe (targets, steps, alpha = 2 r so alpha/r stays 2) at another rank."""
+    shipped = ADAPTERS[RANK_SWEEP_TASK]
+    return AdapterSpec(rank, 2 * rank, shipped.target_modules, shipped.steps_factor)
+
+
+def make_rank_sweep(cfg: TrainConfig, world: Path) -> dict:
+    """Lab 03's rank-as-capacity adapters, on ``world/base``, into ``world/rank_sweep/``:
+
+    - ``json-r<rank>``: the json adapter's recipe at ranks 1, 4 and 16 (the shipped json adapter is
+      the rank-64 point): a task that is a nudge for this base (it knows the format);
+    - ``codebook-r<rank>``: the same recipe on the codebook (:func:`codebook`) at ranks 1 to 64:
+      new facts, where rank is the capacity.
+    """
+    out = {}
+    for r in RANK_SWEEP:
+        out[f"{RANK_SWEEP_TASK}-r{r}"] = train_adapter(cfg, world / "base", RANK_SWEEP_TASK,
+                                                       world / "rank_sweep" / f"{RANK_SWEEP_TASK}-r{r}",
+                                                       spec=rank_sweep_spec(r))
+    pairs = [(codebook_prompt(word), code) for word, code in codebook()]
+    for r in CODEBOOK_RANKS:
+        out[f"{CODEBOOK_TASK}-r{r}"] = {**train_adapter(cfg, world / "base", RANK_SWEEP_TASK,
+                                                        world / "rank_sweep" / f"{CODEBOOK_TASK}-r{r}",
+                                                        spec=rank_sweep_spec(r), pairs=pairs),
+                                        "task": CODEBOOK_TASK, "pairs": len(pairs)}
+    return out
+
+
+def sibling_base_dir(out: Path) -> Path:
+    """Where the sibling base goes: build/ for the shipped world (never committed), else beside ``out``."""
+    return REPO / "build" / "tiny-sibling-base" if out.resolve() == TINY.resolve() else out / "sibling-base"
+
+
 def build(out: Path, cfg: TrainConfig) -> dict:
     """Train everything into ``out`` (``out/base``, ``out/adapters/<task>``, ``out/manifest.json``)."""
     t0 = time.time()
@@ -376,6 +492,8 @@ def build(out: Path, cfg: TrainConfig) -> dict:
     for task in ADAPTERS:
         manifest["adapters"][task] = train_adapter(cfg, out / "base", task, out / "adapters" / task)
     manifest["foreign"] = make_foreign_adapter(out / "foreign" / "wide-qwen2-lora")
+    manifest["sibling"] = make_sibling_adapter(cfg, out / "foreign" / SIBLING_DIR, sibling_base_dir(out), out / "base")
+    manifest["rank_sweep"] = make_rank_sweep(cfg, out)
     manifest["seconds"] = round(time.time() - t0)
     import torch, transformers, peft
 
@@ -393,6 +511,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=TrainConfig.seed)
     ap.add_argument("--base-steps", type=int)
     ap.add_argument("--adapter-steps", type=int)
+    ap.add_argument("--only", choices=["sibling", "sibling-quality", "ranks", "codebook", "identities"],
+                    help="rebuild one piece of an existing world: the sibling-base adapter (a few minutes), the "
+                         "json adapter at ranks 1/4/16 (a few minutes), or the base fingerprints recorded beside "
+                         "the shipped adapters (seconds)")
     args = ap.parse_args(argv)
     cfg = TrainConfig(seed=args.seed, **(SMOKE if args.smoke else {}))
     if args.base_steps:
@@ -400,7 +522,38 @@ def main(argv=None):
     if args.adapter_steps:
         cfg.adapter_steps = args.adapter_steps
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    build(args.out, cfg)
+    if args.only:
+        update(args.out, cfg, args.only)
+    else:
+        build(args.out, cfg)
+
+
+def update(out: Path, cfg: TrainConfig, piece: str) -> None:
+    """Rebuild one piece of the world in ``out`` and record it in its manifest."""
+    entry = {}
+    if piece == "sibling":
+        entry["sibling"] = make_sibling_adapter(cfg, out / "foreign" / SIBLING_DIR, sibling_base_dir(out), out / "base")
+    elif piece == "sibling-quality":       # after --only sibling, with its base still in build/
+        entry["sibling"] = {**json.loads((out / "manifest.json").read_text())["sibling"],
+                            "right_on_each_base": sibling_quality(out / "foreign" / SIBLING_DIR, sibling_base_dir(out),
+                                                                  out / "base")}
+    elif piece == "ranks":
+        entry["rank_sweep"] = make_rank_sweep(cfg, out)
+    elif piece == "codebook":               # only the codebook half of the rank sweep
+        pairs = [(codebook_prompt(word), code) for word, code in codebook()]
+        done = json.loads((out / "manifest.json").read_text()).get("rank_sweep", {})
+        for r in CODEBOOK_RANKS:
+            done[f"{CODEBOOK_TASK}-r{r}"] = {**train_adapter(cfg, out / "base", RANK_SWEEP_TASK,
+                                                             out / "rank_sweep" / f"{CODEBOOK_TASK}-r{r}",
+                                                             spec=rank_sweep_spec(r), pairs=pairs),
+                                             "task": CODEBOOK_TASK, "pairs": len(pairs)}
+        entry["rank_sweep"] = done
+    else:
+        for task in ADAPTERS:
+            write_base_identity(out / "adapters" / task, out / "base", BASE_NAME)
+    manifest = json.loads((out / "manifest.json").read_text())   # read after training: another piece may have landed
+    (out / "manifest.json").write_text(json.dumps({**manifest, **entry}, indent=2) + "\n")
+    print(f"{piece} rebuilt in {out}")
 
 
 if __name__ == "__main__":
