@@ -136,7 +136,7 @@ tiny-world: $(VENV)/.installed  ## retrain the tiny base model, its four adapter
 tiny-sibling: $(VENV)/.installed  ## retrain only data/tiny/foreign/sibling-sql (its sibling base goes to build/), minutes
 	$(VENV)/bin/python -m course_utils.tinyworld.trainer --only sibling
 
-tiny-ranks: $(VENV)/.installed  ## retrain only data/tiny/rank_sweep/ (the json adapter at ranks 1, 4, 16), minutes
+tiny-ranks: $(VENV)/.installed  ## retrain only data/tiny/rank_sweep/ (the json recipe at ranks 1, 4, 16; the codebook at 1-64), about 15 minutes
 	$(VENV)/bin/python -m course_utils.tinyworld.trainer --only ranks
 
 eval: $(VENV)/.installed  ## held-out quality table of the tiny world (vLLM + transformers/peft)

@@ -115,11 +115,25 @@ def base_fingerprint(base_dir: str | Path) -> str:
     return "sha256:" + digest.hexdigest()[:32]
 
 
+def _storage(base_dir: Path) -> dict:
+    """How a base checkpoint is stored: its dtype and quantization method (from config.json)."""
+    try:
+        cfg = json.loads((Path(base_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        cfg = {}
+    quant = cfg.get("quantization_config") or {}
+    return {"dtype": cfg.get("dtype") or cfg.get("torch_dtype"), "quantization": quant.get("quant_method")}
+
+
 def write_base_identity(adapter_dir: str | Path, base_dir: str | Path, base_name: str) -> dict:
-    """Record, beside a freshly trained adapter, which base it was trained on (name and fingerprint)."""
+    """Record, beside a freshly trained adapter, which base it was trained on: name, storage, fingerprint.
+
+    ``base_fingerprint.json`` is this course's convention; peft and vLLM neither write nor read it.
+    """
     identity = {"base_model_name": base_name, "base_fingerprint": base_fingerprint(base_dir),
+                "base_storage": _storage(Path(base_dir)),
                 "how": "course_utils.adapters.base_fingerprint: sha256 of each tensor's name, dtype, shape and "
-                       "first 64 KiB"}
+                       "first 64 KiB, truncated to 128 bits"}
     (Path(adapter_dir) / BASE_IDENTITY_FILE).write_text(json.dumps(identity, indent=2, sort_keys=True) + "\n")
     return identity
 
@@ -131,13 +145,19 @@ def _check_same_base(info: AdapterInfo, base_model: Path) -> str:
         return (f"not checked: the adapter records no base fingerprint ({BASE_IDENTITY_FILE}); its config names "
                 f"base_model_name_or_path={info.base_model_name!r}, compare it with the base you serve")
     recorded = json.loads(file.read_text())
+    stored, here_stored = recorded.get("base_storage"), _storage(base_model)
+    if stored is not None and stored != here_stored:     # e.g. trained on the bf16 base, served on its AWQ copy
+        return (f"not checked: the adapter was trained on a base stored as {stored}, this base is stored as "
+                f"{here_stored}; the fingerprint only compares identical files. Its base was "
+                f"{recorded.get('base_model_name')!r}")
     here = base_fingerprint(base_model)
     if recorded.get("base_fingerprint") != here:
         raise AdapterError(
             f"adapter {info.name!r} was trained on another base: it records base "
-            f"{recorded.get('base_model_name')!r} with fingerprint {recorded.get('base_fingerprint')}, but this "
-            f"base you gave (folder {base_model.name!r}) has {here}. The shapes match, so vLLM would load it "
-            f"without an error and answer wrongly. Use the adapter trained on this base, or retrain it on this base.")
+            f"{recorded.get('base_model_name')!r} with fingerprint {recorded.get('base_fingerprint')}, but the "
+            f"base you gave (folder {base_model.name!r}, stored the same way) has {here}. The shapes match, so "
+            f"vLLM would load it without an error and answer wrongly. Use the adapter trained on this base, or "
+            f"retrain it on this base.")
     return f"same base: fingerprint {here} matches"
 
 

@@ -335,6 +335,7 @@ def test_fingerprint_changes_with_any_tensor_and_an_unrecorded_base_is_not_check
     base = tmp_path / "base"
     base.mkdir()
     write_safetensors(base / "model.safetensors", {"model.embed_tokens.weight": (4, 8)})
+    (base / "config.json").write_text(json.dumps({"dtype": "float32"}))          # stored like the tiny base
     before = base_fingerprint(base)
     raw = bytearray((base / "model.safetensors").read_bytes())
     raw[-1] = 1                                                                 # one byte of one weight
@@ -348,3 +349,22 @@ def test_fingerprint_changes_with_any_tensor_and_an_unrecorded_base_is_not_check
         check_adapter(adapter, TINY.base_model)
     with pytest.raises(AdapterError, match="no \\*.safetensors"):
         base_fingerprint(tmp_path / "adapter" / "nothing")
+
+
+def test_a_base_stored_another_way_is_not_checked_rather_than_refused(tmp_path):
+    """An adapter trained on the bf16 base and served on its AWQ copy: the files differ by design."""
+    from course_utils.adapters import _check_same_base, write_base_identity
+
+    trained_on = tmp_path / "bf16"
+    trained_on.mkdir()
+    (trained_on / "config.json").write_text(json.dumps({"torch_dtype": "bfloat16"}))
+    write_safetensors(trained_on / "model.safetensors", {"w": (2, 2)})
+    served = tmp_path / "awq"
+    served.mkdir()
+    (served / "config.json").write_text(json.dumps({"torch_dtype": "float16",
+                                                    "quantization_config": {"quant_method": "awq"}}))
+    write_safetensors(served / "model.safetensors", {"w": (2, 3)})
+    adapter = fake_adapter(tmp_path)
+    write_base_identity(adapter, trained_on, "qwen-bf16")
+    said = _check_same_base(read_adapter(adapter), served)
+    assert said.startswith("not checked") and "'quantization': 'awq'" in said and "qwen-bf16" in said

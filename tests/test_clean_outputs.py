@@ -69,3 +69,16 @@ def test_lesson_cells_carry_no_record_replay_plumbing(lab):
              if cell["cell_type"] == "code" and PLUMBING.search("".join(cell["source"]))]
     assert not found, (f"{lab.name}: code cells touch record/replay objects or private names; move that "
                        f"into a course_utils helper that records itself:\n" + "\n".join(found))
+
+
+PROGRAMMING_ERROR = re.compile(r"\b(AttributeError|NameError|UnboundLocalError|has no attribute|is not defined)\b")
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
+def test_no_programming_error_in_outputs(lab):
+    """A cell that catches exceptions to show a refusal must show the refusal, not a bug in the lab's own
+    code (Lab 04's port-clash cell once printed "'Server' object has no attribute 'max_loras'")."""
+    nb = json.loads(lab.read_text(encoding="utf-8"))
+    found = [f"cell {i}: {m.group(0)}" for i, cell in enumerate(nb["cells"])
+             for _, text in _outputs(cell) for m in [PROGRAMMING_ERROR.search(text)] if m]
+    assert not found, f"{lab.name} shows a programming error in its outputs:\n" + "\n".join(found)

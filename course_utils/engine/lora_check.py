@@ -86,7 +86,9 @@ def compare_with_vllm_ops(lora_linear, seed=0):
     # vLLM's layout: (slots, 1, r_max, k) and (slots, 1, d, r_max), alpha/r folded into B, one zero slot
     a_stacked, b_stacked = torch.zeros(n + 1, 1, r_max, k), torch.zeros(n + 1, 1, d, r_max)
     a_stacked[:n, 0], b_stacked[:n, 0] = A, B * scaling[:, None, None]
-    slot = lambda t: torch.where(t < 0, torch.full_like(t, n), t)   # noqa: E731  base rows -> the zero slot
+
+    def slot(t):                                  # base rows (-1) -> the extra zero slot n
+        return torch.where(t < 0, torch.full_like(t, n), t)
 
     buf = torch.zeros(T, r_max)                   # decode style: one adapter index per token
     y_bgmv = x @ W.T
@@ -104,7 +106,9 @@ def compare_with_vllm_ops(lora_linear, seed=0):
     xd = x.double()                               # the naive per-row loop, in float64
     loop = torch.stack([W.double() @ xd[i] + (B[a].double() @ (A[a].double() @ xd[i])) * float(scaling[a])
                         if a >= 0 else W.double() @ xd[i] for i, a in enumerate(idx.tolist())])
-    diff = lambda u, v: float((u.double() - v.double()).abs().max())   # noqa: E731
+
+    def diff(u, v):
+        return float((u.double() - v.double()).abs().max())
     return {"tokens": T, "adapter ranks": ranks, "max_lora_rank": r_max, "tolerance": TOL,
             "max |y|": round(float(mine.abs().max()), 2),           # 2 decimals: the same on every CPU
             "max |LoRA delta|": round(diff(mine, x @ W.T), 2),

@@ -234,6 +234,8 @@ class Server:
 
     api_key = property(lambda self: self.launch.api_key)
     host = property(lambda self: self.launch.host)
+    max_loras = property(lambda self: self.launch.max_loras, doc="--max-loras of this server")
+    max_lora_rank = property(lambda self: self.launch.max_lora_rank, doc="--max-lora-rank of this server")
     display_command = property(lambda self: self.launch.display(self.command),
                                doc="The command line for the page: no random port or key, relative paths.")
 

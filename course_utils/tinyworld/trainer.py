@@ -548,9 +548,14 @@ def update(out: Path, cfg: TrainConfig, piece: str) -> None:
                                                              spec=rank_sweep_spec(r), pairs=pairs),
                                              "task": CODEBOOK_TASK, "pairs": len(pairs)}
         entry["rank_sweep"] = done
-    else:
-        for task in ADAPTERS:
-            write_base_identity(out / "adapters" / task, out / "base", BASE_NAME)
+    else:                                   # identities: every adapter trained on this world's base
+        for folder in [out / "adapters" / task for task in ADAPTERS] + sorted((out / "rank_sweep").glob("*")):
+            write_base_identity(folder, out / "base", BASE_NAME)
+        if (sibling_base_dir(out) / "config.json").is_file():
+            write_base_identity(out / "foreign" / SIBLING_DIR, sibling_base_dir(out), SIBLING_BASE_NAME)
+        else:
+            print(f"the sibling base is not in {sibling_base_dir(out)}: its adapter's identity is left as it is "
+                  f"(make tiny-sibling rebuilds both)")
     manifest = json.loads((out / "manifest.json").read_text())   # read after training: another piece may have landed
     (out / "manifest.json").write_text(json.dumps({**manifest, **entry}, indent=2) + "\n")
     print(f"{piece} rebuilt in {out}")
