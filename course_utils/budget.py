@@ -1,0 +1,123 @@
+"""A student's budget on an AutoDL RTX 4090: what each lab makes the GPU do, and an estimate of the time.
+
+    python -m course_utils.budget                 # the table, GPU hours only
+    python -m course_utils.budget --price 2.0     # ... and the cost at your price per hour (CNY)
+
+The *counts* are computed, not estimated: every engine start, server start, generated token and
+engine step a lab makes is in its recording (``data/recordings/tiny/<lab>.json``), so the table stays
+true when a lab changes. Calls made by cells that skip on a GPU profile (``prof.skips(...)``: the
+demonstrations that need the tiny base) are left out.
+
+The *seconds per item* on a 4090 are estimates (预估): nothing here has run on a 4090. They are
+constants below, each with what it rests on, and every one can be overridden on the command line.
+No price is assumed: AutoDL's price changes and was not checked here (no internet on the machine that
+wrote this); pass yours with ``--price``. The instance is billed while it is on, reading included, so
+the table is the floor of what a lab costs, not the bill.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .notebooks import code_cells
+from .paths import RECORDINGS, REPO
+from .replay.session import _cell_id
+
+LABS = REPO / "labs"
+
+# Estimates for Qwen2.5-7B-Instruct (bf16) on one RTX 4090, not measured (no 4090 was available):
+ENGINE_START_S = 90.0   # 15 GB of weights from the data disk, memory profiling, CUDA graph capture
+SERVER_EXTRA_S = 20.0   # a server is an engine plus the API process; measured on CPU: 22.6 s vs 2.4 s
+STEP_S = 0.025          # one decode step at batch <= 64: 15 GB read at ~1 TB/s is 15 ms, plus overhead
+
+
+@dataclass
+class LabWork:
+    lab: str
+    engine_starts: int = 0
+    server_starts: int = 0
+    steps: int = 0            # engine steps of generation (decode-bound)
+    tokens: int = 0           # tokens generated
+    skipped_on_gpu: int = 0   # calls in cells that skip on a GPU profile
+
+    def seconds(self, engine_start=ENGINE_START_S, server_extra=SERVER_EXTRA_S, step=STEP_S) -> float:
+        return (self.engine_starts * engine_start + self.server_starts * (engine_start + server_extra)
+                + self.steps * step)
+
+
+def _skipping_cells(notebook: Path) -> set[str]:
+    """Recording cell ids of the code cells that skip on a GPU profile."""
+    return {_cell_id(src) for src in code_cells(notebook) if "prof.skips(" in src}
+
+
+def lab_work(notebook: Path, recordings: Path = RECORDINGS / "tiny") -> LabWork:
+    """What ``notebook`` makes an engine do, from its recording."""
+    work = LabWork(notebook.stem)
+    rec_file = recordings / f"{notebook.stem}.json"
+    if not rec_file.is_file():
+        return work
+    skipping = _skipping_cells(notebook)
+    for call in json.loads(rec_file.read_text())["calls"]:
+        if call.get("cell") in skipping:
+            work.skipped_on_gpu += 1
+            continue
+        kind, result = call["kind"], call.get("result")
+        if kind == "LLM":
+            work.engine_starts += 1
+        elif kind == "server_start":
+            work.server_starts += 1
+        elif kind == "generate" and result:
+            lengths = [len(o["token_ids"]) for r in result for o in r["outputs"]]
+            work.tokens += sum(lengths)
+            work.steps += max(lengths, default=0)     # one batch: as many steps as its longest answer
+        elif kind == "schedtrace" and result:
+            work.steps += len(result["steps"])                 # one entry per engine step
+            work.tokens += sum(len(o["token_ids"]) for o in result["outputs"].values())
+        elif kind == "call" and isinstance(result, dict) and call["args"]["function"] in ("run_load", "burst"):
+            kw = call["args"]["kwargs"]
+            n = len(result.get("rows") or result.get("requests") or [])
+            per = int(kw.get("max_tokens", 16))
+            work.tokens += n * per
+            work.steps += -(-n * per // max(1, int(kw.get("concurrency", n) or n)))   # requests share steps
+    return work
+
+
+def table(labs=None, price: float | None = None, **costs):
+    import pandas as pd
+
+    rows = []
+    for nb in labs or sorted(LABS.glob("[0-9]*.ipynb")):
+        w = lab_work(Path(nb))
+        s = w.seconds(**costs)
+        row = {"lab": w.lab, "engine starts": w.engine_starts, "server starts": w.server_starts,
+               "generated tokens": w.tokens, "engine steps": w.steps, "GPU minutes (estimate)": round(s / 60, 1)}
+        if price is not None:
+            row["cost at your price"] = round(s / 3600 * price, 2)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--price", type=float, help="your price per GPU hour (e.g. CNY on AutoDL's console)")
+    ap.add_argument("--engine-start", type=float, default=ENGINE_START_S, help="seconds per 7B engine start")
+    ap.add_argument("--server-extra", type=float, default=SERVER_EXTRA_S, help="extra seconds per server start")
+    ap.add_argument("--step", type=float, default=STEP_S, help="seconds per decode step")
+    a = ap.parse_args(argv)
+    t = table(price=a.price, engine_start=a.engine_start, server_extra=a.server_extra, step=a.step)
+    print(t.to_string(index=False))
+    total = t["GPU minutes (estimate)"].sum()
+    print(f"\ntotal: {total:.0f} GPU minutes of the machine's own work (estimate: {a.engine_start:.0f} s per engine "
+          f"start, {a.server_extra:.0f} s more per server, {1000 * a.step:.0f} ms per step; none measured on a 4090). "
+          f"The instance is billed while it is on: add your reading time.")
+    cheap = t.sort_values("GPU minutes (estimate)")
+    print("cheapest to run live first:", ", ".join(cheap["lab"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""The 4090 budget counts what each lab's recording shows, minus the cells that skip on a GPU."""
+
+import json
+
+from course_utils import budget
+from course_utils.paths import RECORDINGS
+
+LABS = budget.LABS
+
+
+def _recorded(lab: str, kind: str) -> int:
+    calls = json.loads((RECORDINGS / "tiny" / f"{lab}.json").read_text())["calls"]
+    return sum(c["kind"] == kind for c in calls)
+
+
+def test_counts_come_from_the_recordings_without_the_tiny_only_cells():
+    lab03 = budget.lab_work(LABS / "03_rank_and_max_loras.ipynb")
+    assert lab03.skipped_on_gpu > 0                                   # section 7 needs the tiny base
+    assert lab03.engine_starts == _recorded("03_rank_and_max_loras", "LLM") - 1
+    lab04 = budget.lab_work(LABS / "04_server_lab.ipynb")
+    assert lab04.server_starts == _recorded("04_server_lab", "server_start") and lab04.engine_starts == 0
+    assert budget.lab_work(LABS / "06_self_test.ipynb").seconds() == 0
+
+
+def test_the_estimate_is_the_stated_formula_and_every_constant_can_be_overridden(capsys):
+    w = budget.LabWork("x", engine_starts=2, server_starts=1, steps=400)
+    assert w.seconds(engine_start=60, server_extra=10, step=0.01) == 2 * 60 + 70 + 4
+    assert budget.main(["--price", "3", "--engine-start", "60"]) == 0
+    out = capsys.readouterr().out
+    assert "cost at your price" in out and "60 s per engine start" in out and "none measured on a 4090" in out
+
+
+def test_the_readme_table_is_what_the_script_computes():
+    import re
+
+    readme = (budget.REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### 预算", 1)[1].split("\n## ", 1)[0]
+    shown = {m[0]: (int(m[1]), int(m[2]), float(m[3]))
+             for m in re.findall(r"^\| (0\d) \| (\d+) \| (\d+) \| ([\d.]+) \|$", section, re.MULTILINE)}
+    t = budget.table()
+    computed = {row.lab[:2]: (row[1], row[2], row[5]) for row in t.itertuples(index=False)}
+    assert shown == computed, "README's budget table is stale: run `python -m course_utils.budget` and copy it"
