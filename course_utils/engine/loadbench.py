@@ -212,21 +212,15 @@ def plot(res: dict, extrapolate_to: tuple[str, float] | None = None, ax=None):
 
 
 def save(res: dict, command: str, path: Path = RECORDED) -> Path:
-    from .opbench import provenance
+    from .opbench import save_run
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    prov = provenance(command)
-    prov.pop("config", None)
-    path.write_text(json.dumps({"provenance": prov, **res}, indent=1) + "\n")
-    return path
+    return save_run(res, command, path)
 
 
 def load(path: Path = RECORDED) -> dict:
-    from .opbench import OpBenchError
+    from .opbench import load_run
 
-    if not Path(path).is_file():
-        raise OpBenchError(f"no recorded adapter-load run at {Path(path).name}; make it with `make bench-lora-load`.")
-    return json.loads(Path(path).read_text())
+    return load_run(path, "adapter-load run", "bench-lora-load")
 
 
 def main(argv=None) -> int:

@@ -314,6 +314,22 @@ def load(path: Path = RECORDED) -> dict:
     return json.loads(Path(path).read_text())
 
 
+def save_run(res: dict, command: str, path: Path) -> Path:
+    """Write a benchmark's result with its provenance (for the end-to-end and load benchmarks)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prov = provenance(command)
+    prov.pop("config", None)
+    path.write_text(json.dumps({"provenance": prov, **res}, indent=1) + "\n")
+    return path
+
+
+def load_run(path: Path, what: str, make_target: str) -> dict:
+    """A recorded benchmark result; OpBenchError naming the make target that records it."""
+    if not Path(path).is_file():
+        raise OpBenchError(f"no recorded {what} at {Path(path).name}; make it with `make {make_target}`.")
+    return json.loads(Path(path).read_text())
+
+
 def plot(rows: list[dict], dtype: str = "float32", ax=None, title: str | None = None):
     """Measured overhead vs the FLOP ratio, one point per layer setting; the dashed lines are
     "costs exactly its FLOPs" (1x) and twice that."""

@@ -184,21 +184,15 @@ def ratio_lines(res: dict) -> list[str]:
 
 
 def save(res: dict, command: str, path: Path = RECORDED) -> Path:
-    from .opbench import provenance
+    from .opbench import save_run
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    prov = provenance(command)
-    prov.pop("config", None)
-    path.write_text(json.dumps({"provenance": prov, **res}, indent=1) + "\n")
-    return path
+    return save_run(res, command, path)
 
 
 def load(path: Path = RECORDED) -> dict:
-    from .opbench import OpBenchError
+    from .opbench import load_run
 
-    if not Path(path).is_file():
-        raise OpBenchError(f"no recorded end-to-end run at {Path(path).name}; make it with `make bench-lora-e2e`.")
-    return json.loads(Path(path).read_text())
+    return load_run(path, "end-to-end run", "bench-lora-e2e")
 
 
 def main(argv=None) -> int:
