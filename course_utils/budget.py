@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .notebooks import code_cells
 from .paths import RECORDINGS, REPO
-from .replay.session import _cell_id
+from .replay.session import cell_id
 
 LABS = REPO / "labs"
 
@@ -51,7 +51,7 @@ class LabWork:
 
 def _skipping_cells(notebook: Path) -> set[str]:
     """Recording cell ids of the code cells that skip on a GPU profile."""
-    return {_cell_id(src) for src in code_cells(notebook) if "prof.skips(" in src}
+    return {cell_id(src) for src in code_cells(notebook) if "prof.skips(" in src}
 
 
 def lab_work(notebook: Path, recordings: Path = RECORDINGS / "tiny") -> LabWork:

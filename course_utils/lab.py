@@ -130,21 +130,52 @@ def measure(name: str, llm, fn):
     return record.current().run(keys.measure(getattr(llm, "_course_key", None), name), lambda: fn(llm))
 
 
+def _source_digest(fn) -> str:
+    import hashlib
+    import inspect
+
+    try:
+        text = inspect.getsource(fn)
+    except (OSError, TypeError):     # defined where no source is kept (e.g. a plain `python -c`)
+        text = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _key_value(value):
+    """What names an argument in a replay key: a function by its source (so an edited one has no recorded
+    answer), a course profile by its name and adapter shelf, a path as text."""
+    if callable(value):
+        return {"source": _source_digest(value)}
+    if hasattr(value, "adapters") and hasattr(value, "base_model"):      # a course profile
+        return {"profile": value.name, "adapters": sorted(value.adapters)}
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return [_key_value(v) for v in value]
+    return value
+
+
 def replayable(fn):
     """Decorate a lab function whose result read mode should show (a load test, a numeric check).
 
     Live, the function runs (and its JSON-able result is recorded with ``make record``); in read
-    mode the call returns what the same call returned when the lab was recorded.
+    mode the call returns what the same call returned when the lab was recorded. The call is named
+    by its arguments: plain values, a function (by its source), a profile (by name and shelf) or a
+    path. Outside a lab the function just runs.
     """
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        session = record.active()
+        if session is None:
+            return fn(*args, **kwargs)
+        named = [_key_value(a) for a in args], {k: _key_value(v) for k, v in kwargs.items()}
         try:
-            json.dumps([args, kwargs])
+            json.dumps(named)
         except TypeError as e:
             raise TypeError(f"{fn.__name__}: a replayable function takes plain arguments (numbers, strings, "
-                            f"lists, dicts) that name the call; pass objects through the function's closure "
-                            f"instead ({e}).") from None
-        return record.current().run(keys.call(fn.__name__, args, kwargs), lambda: fn(*args, **kwargs))
+                            f"lists, dicts, functions, profiles, paths) that name the call; pass other objects "
+                            f"through the function's closure instead ({e}).") from None
+        return session.run(keys.call(fn.__name__, *named), lambda: fn(*args, **kwargs))
 
     return wrapper
 

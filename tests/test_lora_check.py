@@ -3,6 +3,7 @@
 import pytest
 
 from course_utils.engine import lora_check
+from course_utils.lab import replayable
 from course_utils.replay import session as record
 from course_utils.replay.session import ReplayMiss, Session
 
@@ -10,7 +11,7 @@ from course_utils.replay.session import ReplayMiss, Session
 def test_a_check_replays_for_the_same_function_and_refuses_an_edited_one(recordings, monkeypatch):
     runs = []
 
-    @lora_check.recorded
+    @replayable
     def check(fn, prof, seed=0):
         runs.append(seed)
         return {"value": fn(seed)}
@@ -44,6 +45,6 @@ def test_the_printed_checks_show_their_body():
 
     for fn in (lora_check.compare_with_vllm_ops, lora_check.compare_with_peft, lora_check.merge_adapter):
         text = inspect.getsource(fn)
-        assert text.startswith("@recorded\ndef ") and "import torch" in text
+        assert text.startswith("@replayable\ndef ") and "import torch" in text
     assert "bgmv_shrink(" in inspect.getsource(lora_check.compare_with_vllm_ops)
     assert "merge_and_unload()" in inspect.getsource(lora_check.merge_adapter)

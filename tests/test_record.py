@@ -201,7 +201,7 @@ def test_each_cells_http_is_recorded_and_replayed_in_order(recordings, http_serv
     other = requests.get(url + "/state", timeout=5).json()
     live.leave_cell()
     assert [p.name for p in live.cassettes()] == sorted(
-        f"lab.http-{record._cell_id(c)}.yaml" for c in ("cell with http", "another cell"))
+        f"lab.http-{record.cell_id(c)}.yaml" for c in ("cell with http", "another cell"))
     assert "/load" not in "".join(p.read_text() for p in live.cassettes())   # a recorded call's HTTP stays out
 
     n = hits["n"]

@@ -9,60 +9,16 @@ recorded answer, and read mode says so instead of showing the old result.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import inspect
 import shutil
 from pathlib import Path
 
 from .. import memory
-from ..replay import keys
-from ..replay import session as record
+from ..lab import replayable
 
 TOL = 1e-4   # float32, element-wise absolute; outputs are of order 10
 
 
-def _source_digest(fn) -> str:
-    try:
-        text = inspect.getsource(fn)
-    except (OSError, TypeError):     # defined where no source is kept (e.g. a plain `python -c`)
-        text = f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', repr(fn))}"
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _key_value(value):
-    """What names an argument in the replay key: a function by its source, a profile by name and shelf."""
-    if callable(value):
-        return {"source": _source_digest(value)}
-    if hasattr(value, "adapters") and hasattr(value, "base_model"):      # a course profile
-        return {"profile": value.name, "adapters": sorted(value.adapters)}
-    if isinstance(value, (Path, tuple)):
-        return str(value) if isinstance(value, Path) else list(value)
-    return value
-
-
-def recorded(fn):
-    """Run the check live (recorded by ``make record``), or in read mode return what it returned then.
-
-    The key is the function's name and its arguments (the student's function by its source), so an
-    edited ``lora_linear`` has no recorded answer and read mode says so. Outside a lab it just runs.
-    """
-    signature = inspect.signature(fn)
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        session = record.active()
-        if session is None:
-            return fn(*args, **kwargs)
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        params = {name: _key_value(value) for name, value in bound.arguments.items()}
-        return session.run(keys.call(fn.__name__, [], params), lambda: fn(*args, **kwargs))
-
-    return wrapper
-
-
-@recorded
+@replayable
 def compare_with_vllm_ops(lora_linear, seed=0):
     """``lora_linear`` vs vLLM's bgmv/sgmv torch ops and a float64 loop, on a random mixed-rank batch."""
     import torch
@@ -116,7 +72,7 @@ def compare_with_vllm_ops(lora_linear, seed=0):
             "max |mine - float64 loop|": diff(mine, loop)}
 
 
-@recorded
+@replayable
 def compare_with_peft(lora_linear, prof, layer=0, projections=("q_proj", "down_proj"), seed=0):
     """``lora_linear`` vs peft's mixed-batch LoRA forward, on real layers of the profile's base and adapters."""
     import torch
@@ -156,7 +112,7 @@ def compare_with_peft(lora_linear, prof, layer=0, projections=("q_proj", "down_p
     return rows
 
 
-@recorded
+@replayable
 def merge_adapter(prof, name, out_dir):
     """Merge adapter ``name`` into the base with peft (W + (alpha/r) B A); save a plain model in ``out_dir``."""
     import torch

@@ -110,7 +110,7 @@ def installed_vllm_version() -> str | None:
     return None
 
 
-def _cell_id(source: str) -> str:
+def cell_id(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:12]
 
 
@@ -149,7 +149,7 @@ class Session:
     def enter_cell(self, source: str | None) -> None:
         """A notebook cell starts: calls are now counted (and recorded) for this cell."""
         self.leave_cell()
-        self.cell = _cell_id(source) if source is not None else None
+        self.cell = cell_id(source) if source is not None else None
         self._seen.clear()
         if self.http:
             self._open_cassette()

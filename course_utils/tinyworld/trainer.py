@@ -456,26 +456,29 @@ def rank_sweep_spec(rank: int) -> AdapterSpec:
     return AdapterSpec(rank, 2 * rank, shipped.target_modules, shipped.steps_factor)
 
 
-def make_rank_sweep(cfg: TrainConfig, world: Path) -> dict:
-    """Lab 03's rank-as-capacity adapters, on ``world/base``, into ``world/rank_sweep/``:
+def make_json_sweep(cfg: TrainConfig, world: Path) -> dict:
+    """``json-r<rank>``: the json adapter's recipe at ranks 1, 4 and 16 on ``world/base`` (the shipped json
+    adapter is the rank-64 point): a task that is a nudge for this base (it knows the format)."""
+    return {f"{RANK_SWEEP_TASK}-r{r}": train_adapter(cfg, world / "base", RANK_SWEEP_TASK,
+                                                      world / "rank_sweep" / f"{RANK_SWEEP_TASK}-r{r}",
+                                                      spec=rank_sweep_spec(r))
+            for r in RANK_SWEEP}
 
-    - ``json-r<rank>``: the json adapter's recipe at ranks 1, 4 and 16 (the shipped json adapter is
-      the rank-64 point): a task that is a nudge for this base (it knows the format);
-    - ``codebook-r<rank>``: the same recipe on the codebook (:func:`codebook`) at ranks 1 to 64:
-      new facts, where rank is the capacity.
-    """
-    out = {}
-    for r in RANK_SWEEP:
-        out[f"{RANK_SWEEP_TASK}-r{r}"] = train_adapter(cfg, world / "base", RANK_SWEEP_TASK,
-                                                       world / "rank_sweep" / f"{RANK_SWEEP_TASK}-r{r}",
-                                                       spec=rank_sweep_spec(r))
+
+def make_codebook_sweep(cfg: TrainConfig, world: Path) -> dict:
+    """``codebook-r<rank>``: the same recipe on the codebook (:func:`codebook`) at ranks 1 to 64: new facts,
+    where rank is the capacity."""
     pairs = [(codebook_prompt(word), code) for word, code in codebook()]
-    for r in CODEBOOK_RANKS:
-        out[f"{CODEBOOK_TASK}-r{r}"] = {**train_adapter(cfg, world / "base", RANK_SWEEP_TASK,
-                                                        world / "rank_sweep" / f"{CODEBOOK_TASK}-r{r}",
-                                                        spec=rank_sweep_spec(r), pairs=pairs),
-                                        "task": CODEBOOK_TASK, "pairs": len(pairs)}
-    return out
+    return {f"{CODEBOOK_TASK}-r{r}": {**train_adapter(cfg, world / "base", RANK_SWEEP_TASK,
+                                                       world / "rank_sweep" / f"{CODEBOOK_TASK}-r{r}",
+                                                       spec=rank_sweep_spec(r), pairs=pairs),
+                                       "task": CODEBOOK_TASK, "pairs": len(pairs)}
+            for r in CODEBOOK_RANKS}
+
+
+def make_rank_sweep(cfg: TrainConfig, world: Path) -> dict:
+    """Lab 03's rank-as-capacity adapters, into ``world/rank_sweep/``: the json sweep and the codebook sweep."""
+    return {**make_json_sweep(cfg, world), **make_codebook_sweep(cfg, world)}
 
 
 def sibling_base_dir(out: Path) -> Path:
@@ -511,10 +514,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=TrainConfig.seed)
     ap.add_argument("--base-steps", type=int)
     ap.add_argument("--adapter-steps", type=int)
-    ap.add_argument("--only", choices=["sibling", "sibling-quality", "ranks", "codebook", "identities"],
-                    help="rebuild one piece of an existing world: the sibling-base adapter (a few minutes), the "
-                         "json adapter at ranks 1/4/16 (a few minutes), or the base fingerprints recorded beside "
-                         "the shipped adapters (seconds)")
+    ap.add_argument("--only", choices=["sibling", "ranks", "codebook", "identities"],
+                    help="rebuild one piece of an existing world: the sibling-base adapter (about 11 min), the "
+                         "rank sweep (about 15 min), its codebook half (about 5 min), or the base fingerprints "
+                         "recorded beside the adapters (seconds)")
     args = ap.parse_args(argv)
     cfg = TrainConfig(seed=args.seed, **(SMOKE if args.smoke else {}))
     if args.base_steps:
@@ -533,21 +536,11 @@ def update(out: Path, cfg: TrainConfig, piece: str) -> None:
     entry = {}
     if piece == "sibling":
         entry["sibling"] = make_sibling_adapter(cfg, out / "foreign" / SIBLING_DIR, sibling_base_dir(out), out / "base")
-    elif piece == "sibling-quality":       # after --only sibling, with its base still in build/
-        entry["sibling"] = {**json.loads((out / "manifest.json").read_text())["sibling"],
-                            "right_on_each_base": sibling_quality(out / "foreign" / SIBLING_DIR, sibling_base_dir(out),
-                                                                  out / "base")}
     elif piece == "ranks":
         entry["rank_sweep"] = make_rank_sweep(cfg, out)
     elif piece == "codebook":               # only the codebook half of the rank sweep
-        pairs = [(codebook_prompt(word), code) for word, code in codebook()]
         done = json.loads((out / "manifest.json").read_text()).get("rank_sweep", {})
-        for r in CODEBOOK_RANKS:
-            done[f"{CODEBOOK_TASK}-r{r}"] = {**train_adapter(cfg, out / "base", RANK_SWEEP_TASK,
-                                                             out / "rank_sweep" / f"{CODEBOOK_TASK}-r{r}",
-                                                             spec=rank_sweep_spec(r), pairs=pairs),
-                                             "task": CODEBOOK_TASK, "pairs": len(pairs)}
-        entry["rank_sweep"] = done
+        entry["rank_sweep"] = {**done, **make_codebook_sweep(cfg, out)}
     else:                                   # identities: every adapter trained on this world's base
         for folder in [out / "adapters" / task for task in ADAPTERS] + sorted((out / "rank_sweep").glob("*")):
             write_base_identity(folder, out / "base", BASE_NAME)
