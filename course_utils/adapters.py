@@ -28,6 +28,7 @@ runs in read mode, and names the problem and the fix.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -43,8 +44,8 @@ class AdapterError(ValueError):
     """An adapter cannot be served as it is; the message says why and what to do."""
 
 
-def read_safetensors_header(path: Path) -> dict:
-    """Tensor name -> {"dtype", "shape", "bytes"} from a safetensors file's header, without loading it."""
+def _safetensors_header(path: Path) -> tuple[dict, int]:
+    """The raw header of a safetensors file and where its data starts; AdapterError if it is damaged."""
     path = Path(path)
     with open(path, "rb") as f:
         raw = f.read(8)
@@ -56,18 +57,30 @@ def read_safetensors_header(path: Path) -> dict:
             raise AdapterError(f"{path} is truncated (header says {n} bytes, file has {size}); re-download it.")
         try:
             header = json.loads(f.read(n))
-            tensors, end = {}, 0
-            for name, meta in header.items():
-                if name == "__metadata__":
-                    continue
-                start, stop = meta["data_offsets"]
-                end = max(end, stop)
-                tensors[name] = {"dtype": meta["dtype"], "shape": list(meta["shape"]), "bytes": stop - start}
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
+        except ValueError as e:
             raise AdapterError(f"{path} has a damaged safetensors header ({type(e).__name__}: {e}); "
                                f"re-save or re-download it.") from None
-    if 8 + n + end > size:
-        raise AdapterError(f"{path} is truncated ({size} bytes, tensors need {8 + n + end}); re-download it.")
+    return header, 8 + n
+
+
+def read_safetensors_header(path: Path) -> dict:
+    """Tensor name -> {"dtype", "shape", "bytes"} from a safetensors file's header, without loading it."""
+    path = Path(path)
+    header, data_start = _safetensors_header(path)
+    try:
+        tensors, end = {}, 0
+        for name, meta in header.items():
+            if name == "__metadata__":
+                continue
+            start, stop = meta["data_offsets"]
+            end = max(end, stop)
+            tensors[name] = {"dtype": meta["dtype"], "shape": list(meta["shape"]), "bytes": stop - start}
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise AdapterError(f"{path} has a damaged safetensors header ({type(e).__name__}: {e}); "
+                           f"re-save or re-download it.") from None
+    size = path.stat().st_size
+    if data_start + end > size:
+        raise AdapterError(f"{path} is truncated ({size} bytes, tensors need {data_start + end}); re-download it.")
     return tensors
 
 
@@ -92,21 +105,27 @@ def base_fingerprint(base_dir: str | Path) -> str:
     sha256 over every tensor's name, dtype, shape and the first 64 KiB of its data, in name order.
     Two bases with the same shapes (another seed, another fine-tune, base vs instruct) differ in it;
     so does the same model saved in another dtype (a different file, not necessarily a different model).
+    Computed once per set of weight files (their size and modification time), however many adapters
+    are checked against the base.
     """
     base_dir = Path(base_dir)
     files = _weight_files(base_dir)
     if not files:
         raise AdapterError(f"base model folder {base_dir} has no *.safetensors weights to fingerprint.")
+    return _fingerprint(tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
+
+
+@functools.lru_cache(maxsize=8)
+def _fingerprint(files: tuple) -> str:
     entries = []
-    for path in files:
+    for path, _, _ in files:
+        header, data_start = _safetensors_header(Path(path))
         with open(path, "rb") as f:
-            (n,) = struct.unpack("<Q", f.read(8))
-            header = json.loads(f.read(n))
             for name, meta in header.items():
                 if name == "__metadata__":
                     continue
                 start, stop = meta["data_offsets"]
-                f.seek(8 + n + start)
+                f.seek(data_start + start)
                 entries.append((name, meta["dtype"], meta["shape"], f.read(min(stop - start, _FINGERPRINT_BYTES))))
     digest = hashlib.sha256()
     for name, dtype, shape, data in sorted(entries, key=lambda e: e[0]):
