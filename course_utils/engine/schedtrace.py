@@ -242,7 +242,7 @@ def _runs(steps: list[int]) -> list[tuple[int, int]]:
     return out
 
 
-def gantt(traces, title: str = "", row_height: float = 0.12, label_rows: bool = True):
+def gantt(traces, title: str = "", row_height: float = 0.17, label_rows: bool = True):
     """One panel per trace (a dict label -> Trace, or a list): requests on the y axis, engine steps on
     the x axis (shared), a bar where a request produced a token, a thin line while it waited."""
     import matplotlib.pyplot as plt
@@ -266,11 +266,11 @@ def gantt(traces, title: str = "", row_height: float = 0.12, label_rows: bool = 
             ax.broken_barh([(s + 0.5, n) for s, n in _runs(steps)], (row - 0.4, 0.8), facecolors=color)
         ax.set_ylim(len(tr.request_ids) - 0.5, -0.5)
         if label_rows and len(tr.request_ids) <= 40:
-            ax.set_yticks(range(len(tr.request_ids)), tr.request_ids, fontsize=6)
+            ax.set_yticks(range(len(tr.request_ids)), tr.request_ids, fontsize=8)
         else:
             ax.set_yticks([])
         ax.set_ylabel("request")
-        ax.set_title(f"{label}: {tr.n_steps} steps", fontsize=9, loc="left")
+        ax.set_title(f"{label}: {tr.n_steps} steps", fontsize=10, loc="left")
     axes[-1, 0].set_xlabel("engine step")
     axes[-1, 0].set_xlim(0, max(t.n_steps for _, t in items) + 1)
     handles = [Patch(color=c, label=f) for f, c in families.items()]
