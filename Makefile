@@ -54,7 +54,7 @@ run: $(VENV)/.installed  ## execute every lab live on the default profile into b
 SHIPPED_PROFILE := tiny
 RECORD_DIR = $(if $(filter $(SHIPPED_PROFILE),$(PROFILE)),,labs/recorded/$(PROFILE))
 
-record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|llama3b|rehearsal)
+record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|rehearsal; llama3b runs no lab live)
 	@$(if $(RECORD_DIR),mkdir -p $(RECORD_DIR);) for nb in $(LABS); do \
 	  echo "== recording $$nb ($(PROFILE))"; \
 	  out="$(if $(RECORD_DIR),$(RECORD_DIR)/$$(basename $$nb),$$nb)"; \
@@ -77,11 +77,14 @@ test-stale: $(READ_VENV)/.installed  ## committed notebooks and recordings must 
 
 # Read mode for every profile that has recordings: the committed labs (tiny), and each other profile's
 # recorded copies in labs/recorded/<profile>/ whose code is that of the labs now (older ones: test-stale says so).
+# Then the llama3b profile, which has the seed's one adapter and runs no lab live (course_utils/lab.py, start).
 test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval strict against the committed outputs
 	$(call timed,COURSE_MODE=replay COURSE_PROFILE=$(SHIPPED_PROFILE) $(READ_VENV)/bin/python -m pytest $(NBVAL) $(LABS) \
 	  && $(READ_VENV)/bin/python -m course_utils.replay.stale --current-recorded | while read -r prof nbs; do \
 	    echo "== read mode: profile $$prof"; \
-	    COURSE_MODE=replay COURSE_PROFILE=$$prof $(READ_VENV)/bin/python -m pytest $(NBVAL) $$nbs || exit 1; done)
+	    COURSE_MODE=replay COURSE_PROFILE=$$prof $(READ_VENV)/bin/python -m pytest $(NBVAL) $$nbs || exit 1; done \
+	  && echo "== profile llama3b (one adapter): every lab says so and opens the tiny recording; cells must run" \
+	  && COURSE_PROFILE=llama3b $(READ_VENV)/bin/python -m pytest -q --nbval-lax -p no:cacheprovider $(LABS))
 
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
 	$(call timed,COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS))

@@ -444,3 +444,8 @@ say "           or your own server on port 6006:"
 say "           source $ENV_FILE && jupyter lab --ip 0.0.0.0 --port 6006 --no-browser --allow-root --notebook-dir labs"
 say "  From your laptop: ssh -L 6006:127.0.0.1:6006 -p <port> root@<host>, then http://127.0.0.1:6006"
 say "           (or AutoDL console -> 自定义服务); details in autodl/README.md"
+if [ "$PROFILE" = llama3b ]; then
+  say "  llama3b: the course page's section-4 program, live:"
+  say "           source $ENV_FILE && python labs/multi_lora_offline.py"
+  say "           (the labs need four adapters on one base: on llama3b they open the tiny world's recording)"
+fi

