@@ -34,6 +34,15 @@ ENGINE_START_S = 90.0   # 15 GB of weights from the data disk, memory profiling,
 SERVER_EXTRA_S = 20.0   # a server is an engine plus the API process; measured on CPU: 22.6 s vs 2.4 s
 STEP_S = 0.025          # one decode step at batch <= 64: 15 GB read at ~1 TB/s is 15 ms, plus overhead
 
+# One-time setup of a fresh instance (``bash autodl/setup.sh``), also estimates. The sizes and the step
+# counts are read from the setup's own code; the rates are not measured on AutoDL.
+INSTALL_S = 600.0       # vllm 0.26.0 (a 304 MB wheel) with torch and its CUDA libraries (several GB) from the
+                        # mirror the setup uses, unpacked on the data disk
+DOWNLOAD_MB_S = 50.0    # ModelScope to an AutoDL instance, sustained
+TRAIN_STEP_S = 1.0      # one optimizer step of the trainer on a 4090 (batch 8, bf16 7B, gradient checkpointing):
+                        # ~5e13 FLOPs (6 x 7.6e9 parameters x ~800 tokens, + 1/3 recomputed) at ~40% of 165 TFLOPS
+TRAIN_LOAD_S = 60.0     # the trainer loads the bf16 base once per adapter
+
 
 @dataclass
 class LabWork:
@@ -101,13 +110,43 @@ def table(labs=None, price: float | None = None, **costs):
     return pd.DataFrame(rows)
 
 
+def setup_table(install=INSTALL_S, download_mb_s=DOWNLOAD_MB_S, train_step=TRAIN_STEP_S, train_load=TRAIN_LOAD_S):
+    """The one-time setup of the qwen7b profile: what it moves and trains (from the setup's code), and time."""
+    import pandas as pd
+
+    from .gpu import download
+    from .gpu.train_adapters import GPU_TRAIN, TASKS
+
+    nbytes = sum(item.approx_bytes for item in download.plan_items("qwen7b"))
+    steps = GPU_TRAIN["adapter_steps"] * len(TASKS)
+    rows = [
+        {"step": "install (vLLM, torch)", "work": "the environment", "needs the GPU": "no",
+         "minutes (estimate)": round(install / 60, 1)},
+        {"step": "download the base", "work": f"{nbytes / 1e9:.1f} GB", "needs the GPU": "no",
+         "minutes (estimate)": round(nbytes / (download_mb_s * 1e6) / 60, 1)},
+        {"step": "train the adapters", "work": f"{len(TASKS)} x {GPU_TRAIN['adapter_steps']} steps",
+         "needs the GPU": "yes", "minutes (estimate)": round((steps * train_step + len(TASKS) * train_load) / 60, 1)},
+    ]
+    return pd.DataFrame(rows)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--price", type=float, help="your price per GPU hour (e.g. CNY on AutoDL's console)")
     ap.add_argument("--engine-start", type=float, default=ENGINE_START_S, help="seconds per 7B engine start")
     ap.add_argument("--server-extra", type=float, default=SERVER_EXTRA_S, help="extra seconds per server start")
     ap.add_argument("--step", type=float, default=STEP_S, help="seconds per decode step")
+    ap.add_argument("--install", type=float, default=INSTALL_S, help="seconds to install the environment")
+    ap.add_argument("--download-mb-s", type=float, default=DOWNLOAD_MB_S, help="download rate, MB/s")
+    ap.add_argument("--train-step", type=float, default=TRAIN_STEP_S, help="seconds per training step")
     a = ap.parse_args(argv)
+    setup = setup_table(a.install, a.download_mb_s, a.train_step)
+    print("one-time setup (bash autodl/setup.sh; install and download need no GPU: AutoDL's no-GPU mode, "
+          "`--no-gpu`):")
+    print(setup.to_string(index=False))
+    print(f"(estimates: {a.install:.0f} s to install, {a.download_mb_s:.0f} MB/s, {a.train_step:.1f} s per training "
+          f"step, {TRAIN_LOAD_S:.0f} s per base load; none measured on AutoDL)\n")
+    print("the labs:")
     t = table(price=a.price, engine_start=a.engine_start, server_extra=a.server_extra, step=a.step)
     print(t.to_string(index=False))
     total = t["GPU minutes (estimate)"].sum()

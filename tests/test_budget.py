@@ -40,3 +40,15 @@ def test_the_readme_table_is_what_the_script_computes():
     t = budget.table()
     computed = {row.lab[:2]: (row[1], row[2], row[5]) for row in t.itertuples(index=False)}
     assert shown == computed, "README's budget table is stale: run `python -m course_utils.budget` and copy it"
+
+
+def test_the_readme_setup_table_is_what_the_script_computes():
+    import re
+
+    readme = (budget.REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### 预算", 1)[1].split("\n## ", 1)[0]
+    shown = re.findall(r"^\| [^|]+ \| ([^|]+) \| [否是] \| ([\d.]+) \|$", section, re.MULTILINE)
+    t = budget.setup_table()
+    computed = [(row.work, f"{row[3]}") for row in t.itertuples(index=False)]
+    assert [s[1] for s in shown] == [c[1] for c in computed], "README's setup table is stale"
+    assert shown[1][0].strip() == computed[1][0] and shown[2][0].strip() == computed[2][0]
