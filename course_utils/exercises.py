@@ -412,6 +412,55 @@ def _judge_merged_disk(answer):
     return False, f"not {answer}: weights of Qwen2.5-7B-Instruct in bf16 (7.6 B parameters x 2 bytes), four times."
 
 
+# --- Lab 07 --------------------------------------------------------------------------------------
+
+LAB07_CLUSTER = {"replicas": 2, "max_num_adapters_per_replica": 2, "adapters on the shelf": 8}
+
+
+def _judge_most_loads(answer):
+    text = str(answer).strip().lower().replace(" ", "").replace("_", "")
+    if text in ("blind", "roundrobin", "轮询", "policy=blind"):
+        return True, ("right: round robin sends every adapter to every replica in turn, so each replica meets all "
+                      "8 adapters with room for 2 and its cache changes on nearly every request.")
+    if text in ("aware", "ray", "default", "ray默认"):
+        return False, "Ray's default prefers a replica that already holds the adapter: that is what saves loads."
+    if text in ("hash", "statichash", "哈希"):
+        return False, ("the hash pins each adapter to one replica, so a replica meets only about half of the "
+                       "adapters: fewer loads, at the price of uneven load.")
+    return False, 'answer "aware", "blind" or "hash".'
+
+
+def _judge_capacity(answer):
+    c = LAB07_CLUSTER
+    want, got = c["replicas"] * c["max_num_adapters_per_replica"], _number(answer)
+    if got == want:
+        return True, (f"right: {c['replicas']} replicas x {c['max_num_adapters_per_replica']} = {want}; the other "
+                      f"{c['adapters on the shelf'] - want} adapters of the shelf are loaded only when asked for.")
+    if got == c["max_num_adapters_per_replica"]:
+        return False, "that is one replica; every replica keeps its own adapters."
+    if got == c["adapters on the shelf"]:
+        return False, "the shelf has 8, but each replica keeps at most 2 at a time."
+    return False, f"not {answer}: multiply the replicas by max_num_adapters_per_replica."
+
+
+def replicas_per_4090_answer() -> int:
+    """bf16 Qwen2.5-7B-Instruct replicas whose weights alone fit in the memory CUDA reports for a 4090."""
+    return memory.RTX_4090_BYTES // memory.weight_bytes(memory.load_config(QWEN), "bfloat16").total
+
+
+def _judge_replicas_per_4090(answer):
+    want, got = replicas_per_4090_answer(), _number(answer)
+    weights = memory.weight_bytes(memory.load_config(QWEN), "bfloat16").total / 1e9
+    if got == want:
+        return True, (f"right: the weights alone are {weights:.1f} GB of the card's {memory.RTX_4090_BYTES / 1e9:.1f} "
+                      f"GB, and a replica needs a KV cache besides: one replica per card.")
+    if got == 2:
+        return False, f"two copies of {weights:.1f} GB of weights are more than the card's {memory.RTX_4090_BYTES / 1e9:.1f} GB."
+    if got == 0:
+        return False, "one replica does fit: the course runs one on a 4090 in Labs 01-05."
+    return False, f"not {answer}: divide the card's memory by the bf16 weights of the 7B model, and round down."
+
+
 EXERCISES = {e.name: e for e in [
     Exercise("01.requests", "a list of LoRARequest / None, one per prompt of the batch above", _judge_requests),
     Exercise("01.max_loras", "the smallest max_loras that runs the batch above in one step (an integer)",
@@ -436,6 +485,12 @@ EXERCISES = {e.name: e for e in [
     Exercise("05.indices", "the per-token slot index list for the batch above (a list of integers)", _judge_indices),
     Exercise("05.merged_disk", "GB on disk for four merged Qwen2.5-7B-Instruct models in bf16 (a number)",
              _judge_merged_disk),
+    Exercise("07.capacity", "how many different adapters the two replicas above can hold at once (an integer)",
+             _judge_capacity),
+    Exercise("07.most_loads", 'your prediction: which policy loads adapters most often, "aware", "blind" or "hash"',
+             _judge_most_loads),
+    Exercise("07.replicas_per_4090", "bf16 Qwen2.5-7B replicas whose weights fit on one 4090 (an integer)",
+             _judge_replicas_per_4090),
 ]}
 
 

@@ -88,38 +88,50 @@ def banner(profile: Profile, session: record.Session) -> str:
     ])
 
 
-def partial_shelf_notice(prof: Profile, lab: str, shown: Profile) -> str:
-    """What a lab does on a profile without the course's four adapters (llama3b), and why."""
+def read_instead_notice(prof: Profile, lab: str, why: str, live_here: str) -> str:
+    """What a lab does on a profile that cannot run it live (why, what runs instead, how to run it live)."""
     return "\n".join([
-        f"profile {prof.name!r} has {len(prof.adapters)} adapter(s) ({', '.join(prof.adapters)}); this lab teaches "
-        f"with the course's four ({', '.join(TASKS)}) on one base, and {', '.join(prof.missing_adapters)} "
-        f"{'is' if len(prof.missing_adapters) == 1 else 'are'} missing here.",
-        f"Runs live here: nothing in {lab}. It opens in read mode and shows the recorded run of profile "
-        f"{shown.name!r} ({shown.description}).",
-        f"Live on this profile: the course page's section-4 program, "
-        f"`COURSE_PROFILE={prof.name} python labs/multi_lora_offline.py`.",
-        "To run this lab live: COURSE_PROFILE=qwen7b on a GPU (`bash autodl/setup.sh` trains the four adapters), "
-        "or COURSE_PROFILE=tiny on CPU.",
+        why,
+        f"Runs live here: nothing in {lab}. It opens in read mode and shows the recorded run of profile 'tiny' "
+        f"({get_profile('tiny').description}).",
+        *([live_here] if live_here else []),
         "",
     ])
 
 
-def start(lab: str, profile: str | None = None, quiet: bool = False) -> Profile:
+def _cannot_run_live(prof: Profile, lab: str, cpu_only: str | None) -> str | None:
+    if prof.missing_adapters:
+        return read_instead_notice(
+            prof, lab,
+            f"profile {prof.name!r} has {len(prof.adapters)} adapter(s) ({', '.join(prof.adapters)}); this lab "
+            f"teaches with the course's four ({', '.join(TASKS)}) on one base, and "
+            f"{', '.join(prof.missing_adapters)} {'is' if len(prof.missing_adapters) == 1 else 'are'} missing here.",
+            f"Live on this profile: the course page's section-4 program, "
+            f"`COURSE_PROFILE={prof.name} python labs/multi_lora_offline.py`.\n"
+            f"To run this lab live: COURSE_PROFILE=qwen7b on a GPU (`bash autodl/setup.sh` trains the four "
+            f"adapters), or COURSE_PROFILE=tiny on CPU.")
+    if cpu_only and prof.hardware != "cpu":
+        return read_instead_notice(prof, lab, f"profile {prof.name!r} ({prof.description}): {cpu_only}",
+                                   "To run this lab live: a CPU machine with `make setup` (profile tiny).")
+    return None
+
+
+def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: str | None = None) -> Profile:
     """Open the lab's session (profile, mode, recording) and print the banner. Returns the profile.
 
-    A profile without the course's four adapters (llama3b: the seed's one SQL adapter) cannot run the labs;
-    the lab then opens the tiny world's recording in read mode, says so, and returns the tiny profile.
+    A profile that cannot run the lab live opens the tiny world's recording in read mode, says why, and
+    returns the tiny profile: a profile without the course's four adapters (llama3b: the seed's one SQL
+    adapter), or a GPU profile for a lab that runs on CPU only (``cpu_only``: the reason, e.g. Lab 07).
     """
     prof = get_profile(profile)
     mode = detect_mode()
-    if prof.missing_adapters:
+    notice = _cannot_run_live(prof, lab, cpu_only)
+    if notice:
         if os.environ.get("COURSE_RECORD") == "1":
-            raise ProfileError(f"profile {prof.name!r} runs no lab live (it lacks the adapters "
-                               f"{', '.join(prof.missing_adapters)}), so there is nothing to record for {lab}.")
-        shown = get_profile("tiny")
+            raise ProfileError(f"profile {prof.name!r} does not run {lab} live, so there is nothing to record.")
         if not quiet:
-            print(partial_shelf_notice(prof, lab, shown))
-        prof, mode = shown, "replay"
+            print(notice)
+        prof, mode = get_profile("tiny"), "replay"
     if mode == "live":
         prof.check()
         apply_env(prof)

@@ -13,6 +13,9 @@ REFERENCE = {
     "01.requests": [sql, None, jsonfmt, sql],
     "01.max_loras": 2,
     "01.more_steps": "max_loras=1",
+    "07.capacity": 4,
+    "07.most_loads": "blind",
+    "07.replicas_per_4090": 1,
     "02.kv_page": ex.kv_page_answer(),
     "02.lora_buffer": ex.lora_buffer_answer(),
     "02.max_lora_rank": 64,
@@ -46,6 +49,9 @@ WRONG = {
                      4,                                        # counted sql's rows, not the adapter
                      1],                                       # the default: serializes
     "01.more_steps": ["max_loras=4", "same", "no idea"],
+    "07.capacity": [2, 8, 16],
+    "07.most_loads": ["aware", "hash", "all the same"],
+    "07.replicas_per_4090": [2, 0, 3],
     "02.kv_page": [16_384,                     # K or V only
                    2 * 16 * 28 * 128 * 2,      # all 28 attention heads instead of the 4 KV heads
                    32_768 * 28,                # all layers

@@ -84,5 +84,5 @@ def test_profile_without_the_four_adapters_opens_the_lab_in_read_mode(monkeypatc
 def test_recording_a_profile_that_runs_no_lab_says_so(monkeypatch):
     monkeypatch.setenv("COURSE_PROFILE", "llama3b")
     monkeypatch.setenv("COURSE_RECORD", "1")
-    with pytest.raises(ProfileError, match="runs no lab live.*nothing to record"):
+    with pytest.raises(ProfileError, match="does not run 03_rank_and_max_loras live.*nothing to record"):
         lab.start("03_rank_and_max_loras")

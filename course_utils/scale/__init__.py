@@ -1,0 +1,11 @@
+"""Lab 07: many replicas of one base, adapter-aware routing on Ray Serve, live on CPU.
+
+- :mod:`.store`: an S3-compatible store on loopback (moto) holding the adapters Ray loads from;
+- :mod:`.serve_app`: the Ray Serve LLM app, the code a student writes (``LLMConfig``, ``build_openai_app``);
+- :mod:`.routers`: three routing policies on one deployment (adapter-aware, blind, static hash);
+- :mod:`.traffic`: a skewed (Zipf) request stream and the client that sends it;
+- :mod:`.metrics`: Serve's per-replica adapter counters, read from Ray's Prometheus text;
+- :mod:`.sockets`: every socket of the lab's processes, sampled, and the processes left after it;
+- :mod:`.cluster`: starting and stopping all of it on 127.0.0.1 only (``up``, ``run``, ``down``);
+- ``site/sitecustomize.py``: keeps each Serve replica's internal gRPC server on loopback.
+"""

@@ -1,0 +1,119 @@
+"""Lab 07's cluster, seen from the lab: ``up``, ``run`` and ``down``, each answered by the Ray driver process.
+
+``up(prof, ...)`` starts the driver (:mod:`.driver`: the store, Ray, Serve and the app, all on 127.0.0.1) and
+returns what it did; ``run(stream, policy)`` sends one stream and returns what each replica did; ``down()``
+stops everything and returns the socket and leftover-process checks. The three are ``replayable``: read mode
+shows what they returned when the lab was recorded. The kernel never imports Ray (see :mod:`.driver` for
+why). While the cluster is up, a thread samples the sockets of every process under the kernel. Everything
+also stops when ``up`` fails half-way, and when the kernel exits or dies (``atexit``; the driver and the store
+get SIGTERM from Linux when their parent goes).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import subprocess
+import sys
+import time
+
+from .. import processes
+from ..lab import replayable
+from ..paths import REPO
+from . import sockets
+from .driver import MARK, shelf  # noqa: F401  (cluster.shelf: the lab lists the adapter names)
+from .store import _die_with_parent
+
+LOG = REPO / "build" / "lab07" / "driver.log"      # what Ray, Serve and vLLM print in the driver process
+
+_live: dict = {}
+
+
+def _ask(op: str, timeout: float | None = None, **args):
+    proc = _live["driver"]
+    proc.stdin.write(json.dumps({"op": op, **args}) + "\n")
+    proc.stdin.flush()
+    for line in proc.stdout:
+        if line.startswith(MARK):
+            reply = json.loads(line[len(MARK):])
+            if not reply["ok"]:
+                raise RuntimeError(f"{op} failed in the Ray driver: {reply['error']} (details: build/lab07/driver.log)")
+            return reply.get("result")
+    raise RuntimeError(f"the Ray driver exited during {op!r} (code {proc.wait()}); see build/lab07/driver.log")
+
+
+@replayable
+def up(prof, copies: int = 2, replicas: int = 2, adapters_per_replica: int = 2) -> dict:
+    """The store (each of the profile's adapters under ``copies`` names: sql, sql_2, ...), Ray on loopback,
+    Serve, and the app with ``replicas`` replicas of the base; returns timings and facts."""
+    if _live:
+        raise RuntimeError("the lab's cluster is already up: run down() first (or restart the kernel).")
+    tag = processes.new_tag()                    # inherited by every process the driver starts
+    watch = sockets.SocketWatch(tag)
+    watch.start()
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    log = open(LOG, "a")   # noqa: SIM115 - the driver writes to it for its whole life
+    _live.update(tag=tag, watch=watch, log=log)
+    atexit.register(_stop)
+    try:
+        _live["driver"] = subprocess.Popen(
+            [sys.executable, "-m", "course_utils.scale.driver"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=log, text=True, cwd=REPO, env=processes.with_tag(os.environ, tag), preexec_fn=_die_with_parent)
+        return _ask("up", profile=prof.name, copies=copies, replicas=replicas,
+                    adapters_per_replica=adapters_per_replica)
+    except BaseException:
+        _stop()
+        raise
+
+
+@replayable
+def run(stream: list, policy: str, concurrency: int = 4) -> dict:
+    """Send ``stream`` (adapter names) through the app with ``policy``; what the client and each replica saw."""
+    if not _live.get("driver"):
+        raise RuntimeError("the cluster is not up: run the cell with up(...) first.")
+    return _ask("run", stream=stream, policy=policy, concurrency=concurrency)
+
+
+@replayable
+def down() -> dict:
+    """Stop the app, Serve, Ray and the store; then check the sockets seen and the processes left."""
+    watch = _live.get("watch")
+    if watch is None:
+        return {"stopped": "nothing was running"}
+    tag = _live["tag"]
+    t0 = time.perf_counter()
+    _stop(sweep=False)
+    stopped_s = time.perf_counter() - t0
+    left = sockets.survivors(tag)
+    processes.stop(tag=tag, grace=5.0)          # whatever is left is reported above, and stopped now
+    return {"seconds to stop": round(stopped_s, 1), "sockets": watch.report(), "processes left": left}
+
+
+def _stop(sweep: bool = True) -> None:
+    """Stop whatever is up; never raises. The driver stops Ray and the store, then exits; with ``sweep``,
+    whatever still carries the cluster's tag is stopped too (a failed start, the kernel's exit)."""
+    proc = _live.get("driver")
+    if proc is not None and proc.poll() is None:
+        try:
+            _ask("down")
+        except Exception:  # noqa: BLE001 - it may have died; it is stopped below either way
+            pass
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    watch = _live.get("watch")
+    if watch is not None:
+        time.sleep(1.0)                 # one more sample after the stop
+        watch.stop()
+    if sweep and _live.get("tag"):
+        processes.stop(tag=_live["tag"], grace=5.0)
+    if _live.get("log"):
+        _live["log"].close()
+    _live.clear()

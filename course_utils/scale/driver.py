@@ -1,0 +1,162 @@
+"""Lab 07's Ray driver: a process of its own that owns the store, Ray, Serve and the app.
+
+The lab's kernel never imports Ray. Ray's core worker can abort the whole process it runs in when a Serve
+thread touches it after ``ray.shutdown()`` (seen here now and then with Ray 2.60.0: "The core worker has
+already been shutdown ... The process will exit"); in its own process that costs nothing, in a notebook
+kernel it would kill the kernel. The kernel (``cluster.py``) sends one JSON command per line on stdin and
+reads one JSON answer per line, marked ``@@course``, on stdout; everything Ray prints goes to a log file.
+
+Loopback, and why each setting is needed (Ray 2.60.0 on Linux, seen on the course's machine):
+
+- ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` before ``import ray``: otherwise ``ray.init(_node_ip_address=
+  "127.0.0.1")`` is rewritten to the host's routable address and the GCS and raylet listen on all
+  interfaces;
+- every Serve replica starts an internal gRPC server on ``[::]:0`` (hard-coded); ``site/sitecustomize.py``,
+  put on the workers' ``PYTHONPATH``, moves it to 127.0.0.1;
+- ``VLLM_HOST_IP``/``VLLM_LOOPBACK_IP``: vLLM's multiprocess executor otherwise picks the host address;
+- Serve's HTTP proxy on 127.0.0.1, no dashboard, usage stats off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+SITE = Path(__file__).resolve().parent / "site"
+RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
+           "RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING": "0"}
+LOOPBACK_ENV = {"VLLM_HOST_IP": "127.0.0.1", "VLLM_LOOPBACK_IP": "127.0.0.1"}
+LORA_DISK_CACHE = Path("/tmp/ray/llm/lora/cache")   # Ray Serve LLM's adapter download cache (fixed path)
+ENGINE_KEYS = ("dtype", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "seed")
+APP = "scale"
+MARK = "@@course "
+
+_live: dict = {}
+
+
+def worker_env(prof, s3_env: dict) -> dict:
+    # Ray's workers inherit this process's environment (a lab's kernel has the profile's, which turns vLLM's
+    # engine process off for the in-process tiny engine); Serve's replicas run vLLM's AsyncLLM, which keeps it.
+    return {**prof.env, "VLLM_ENABLE_V1_MULTIPROCESSING": "1", **LOOPBACK_ENV, **RAY_ENV, **s3_env,
+            "PYTHONPATH": os.pathsep.join(p for p in [str(SITE), os.environ.get("PYTHONPATH", "")] if p)}
+
+
+def shelf(prof, copies: int) -> dict:
+    """Adapter name -> folder: each of the profile's adapters, and copies of it under more names."""
+    return {(name if c == 0 else f"{name}_{c + 1}"): folder
+            for c in range(copies) for name, folder in prof.adapters.items()}
+
+
+def up(profile: str, copies: int, replicas: int, adapters_per_replica: int) -> dict:
+    from ..profiles import get_profile
+    from . import metrics, store as store_mod
+
+    prof = get_profile(profile)
+    seconds = {}
+    t0 = time.perf_counter()
+    store = store_mod.S3Store.start("adapters")
+    _live["store"] = store
+    for name, folder in shelf(prof, copies).items():
+        store.upload(name, folder)
+    seconds["store and upload"] = time.perf_counter() - t0
+    shutil.rmtree(LORA_DISK_CACHE, ignore_errors=True)
+
+    import ray
+    from ray import serve
+
+    from .serve_app import build_app
+
+    t0 = time.perf_counter()
+    _live["metrics_port"] = store_mod.free_port()
+    ray.init(logging_level=logging.WARNING,
+             num_cpus=8,                        # logical CPUs: 2 replicas x 2 + the ingress and controller
+             _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
+             _metrics_export_port=_live["metrics_port"], _system_config={"metrics_report_interval_ms": 1000},
+             runtime_env={"env_vars": worker_env(prof, store.env)})
+    _live["ray"] = True
+    seconds["Ray up"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    _live["http_port"] = store_mod.free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": _live["http_port"]})
+    seconds["Serve up"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    app = build_app(prof.base_model, prof.name, store.bucket, replicas, adapters_per_replica,
+                    {k: prof.engine[k] for k in ENGINE_KEYS if k in prof.engine})
+    serve.run(app, name=APP, route_prefix="/", blocking=False)   # returns once the app is RUNNING
+    seconds["app RUNNING"] = time.perf_counter() - t0
+    _live.update(model_id=prof.name, served=metrics.scrape(_live["metrics_port"], APP), requests=0)
+    return {"adapters in the bucket": store.adapters(), "replicas": replicas,
+            "adapters per replica": adapters_per_replica, "node address": ray.util.get_node_ip_address(),
+            "seconds": {k: round(v, 1) for k, v in seconds.items()}}
+
+
+def run(stream: list, policy: str, concurrency: int) -> dict:
+    from . import metrics, traffic
+
+    client = traffic.send(_live["http_port"], _live["model_id"], stream, policy, concurrency)
+    _live["requests"] += len(stream)
+    after = metrics.scrape_until(_live["metrics_port"], APP, _live["requests"])
+    per_replica = metrics.difference(after, _live["served"])
+    _live["served"] = after
+    names = {r: f"replica {i}" for i, r in enumerate(sorted(per_replica))}   # Ray's ids change from run to run
+    return {"policy": policy, "client": client, "replicas": {names[r]: d for r, d in per_replica.items()}}
+
+
+def stop() -> None:
+    """Stop whatever is up (the app, Serve, Ray, the store); never raises."""
+    if _live.get("ray"):
+        try:
+            from ray import serve
+
+            serve.delete(APP)
+            serve.shutdown()
+        except Exception as e:   # noqa: BLE001 - stopping must go on
+            print(f"serve.shutdown: {e}", file=sys.stderr)
+        import ray
+
+        ray.shutdown()
+    if _live.get("store"):
+        _live["store"].stop()
+    shutil.rmtree(LORA_DISK_CACHE, ignore_errors=True)
+    _live.clear()
+
+
+def main() -> int:
+    import signal
+
+    os.environ.update({**RAY_ENV, **LOOPBACK_ENV})          # before Ray is imported
+    # The kernel's end (or a SIGTERM from it) stops everything: sys.exit runs the finally below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    answer = sys.stdout
+    sys.stdout = sys.stderr                                 # what Ray and vLLM print goes to the log
+    ops = {"up": up, "run": run}
+    try:
+        for line in sys.stdin:
+            cmd = json.loads(line)
+            op = cmd.pop("op")
+            if op == "down":
+                stop()
+                answer.write(MARK + json.dumps({"ok": True}) + "\n")
+                answer.flush()
+                break
+            try:
+                reply = {"ok": True, "result": ops[op](**cmd)}
+            except Exception as e:  # noqa: BLE001 - the kernel raises it with its message
+                reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            answer.write(MARK + json.dumps(reply) + "\n")
+            answer.flush()
+    finally:
+        stop()
+        sys.stderr.flush()
+        # Ray is stopped: leave without the interpreter's exit handlers, which can hang or abort once Ray's
+        # core worker is gone (the kernel waits for this process to end).
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

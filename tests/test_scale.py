@@ -1,0 +1,147 @@
+"""Lab 07's pieces with small or fake inputs: the stream, the hash, Ray's metrics text, the socket watch,
+the S3 store on loopback, and the refusals. The whole cluster runs live in Lab 07 (make test-live)."""
+
+import json
+import socket
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from course_utils import lab
+from course_utils.paths import TINY
+from course_utils.profiles import get_profile
+from course_utils.scale import cluster, metrics, sockets, traffic
+from course_utils.scale.store import S3Store
+
+
+def test_zipf_stream_is_skewed_and_repeatable():
+    names = [f"a{i}" for i in range(8)]
+    s = traffic.zipf_stream(names, n=160, s=1.1, seed=7)
+    assert s == traffic.zipf_stream(names, n=160, s=1.1, seed=7) and len(s) == 160
+    counts = Counter(s).most_common()
+    assert counts[0][1] >= 3 * counts[-1][1] and set(s) <= set(names)
+
+
+def test_hash_policy_is_static_and_uses_every_replica():
+    slots = {traffic.hash_slot(f"tiny:{n}", 2) for n in ["sql", "support", "medical", "json", "sql_2", "json_2"]}
+    assert slots == {0, 1} and traffic.hash_slot("tiny:sql", 2) == traffic.hash_slot("tiny:sql", 2)
+
+
+PROM = """# HELP ray_serve_multiplexed_models_load_counter_total loads
+ray_serve_multiplexed_models_load_counter_total{application="scale",deployment="LLMServer:tiny",replica="LLMServer:tiny#abc"} 7.0
+ray_serve_multiplexed_models_load_counter_total{application="scale",deployment="LLMServer:tiny",replica="LLMServer:tiny#xyz"} 3.0
+ray_serve_multiplexed_models_unload_counter_total{application="scale",deployment="LLMServer:tiny",replica="LLMServer:tiny#abc"} 5.0
+ray_serve_num_multiplexed_models{application="scale",deployment="LLMServer:tiny",replica="LLMServer:tiny#abc"} 2.0
+ray_serve_deployment_request_counter_total{application="scale",deployment="LLMServer:tiny",replica="LLMServer:tiny#abc",route="/"} 10.0
+ray_serve_deployment_request_counter_total{application="scale",deployment="OpenAiIngress",replica="OpenAiIngress#i"} 20.0
+ray_serve_deployment_request_counter_total{application="other",deployment="LLMServer:x",replica="LLMServer:x#q"} 99.0
+"""
+
+
+def test_metrics_are_read_per_replica_of_the_app(monkeypatch):
+    class Resp:
+        def read(self):
+            return PROM.encode()
+
+    monkeypatch.setattr(metrics.urllib.request, "urlopen", lambda url, timeout: Resp())
+    per = metrics.scrape(1234, "scale")
+    assert per == {"abc": {"loads": 7, "unloads": 5, "held": 2, "requests": 10}, "xyz": {"loads": 3}}
+    before = {"abc": {"loads": 4, "unloads": 5, "held": 1, "requests": 6}}
+    assert metrics.difference(per, before)["abc"] == {"loads": 3, "unloads": 0, "held": 2, "requests": 4}
+
+
+def test_the_socket_watch_sees_a_socket_off_loopback():
+    import psutil
+
+    watch = sockets.SocketWatch(tag="unused")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        watch.sample([psutil.Process()])
+        assert watch.report()["off loopback"] == 0 and "127.0.0.1" in watch.report()["listening on"]
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        s.listen()
+        watch.sample([psutil.Process()])
+    assert watch.report()["off loopback"] == 1
+    assert sockets.is_loopback("127.0.0.1") and sockets.is_loopback("::1") and not sockets.is_loopback("0.0.0.0")
+
+
+def test_survivors_names_what_still_carries_the_tag():
+    from course_utils import processes
+
+    tag = processes.new_tag()
+    env = processes.with_tag(__import__("os").environ, tag)
+    done = subprocess.Popen([sys.executable, "-c", "pass"], env=env)
+    done.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=env)
+    try:
+        left = sockets.survivors(tag, timeout=0.5)
+        assert len(left) == 1 and left[0].startswith(str(alive.pid))
+    finally:
+        alive.kill()
+        alive.wait()
+    assert sockets.survivors(tag, timeout=0.5) == []
+
+
+def test_s3_store_on_loopback_holds_adapters_and_stops():
+    pytest.importorskip("moto")
+    store = S3Store.start("adapters")
+    try:
+        assert store.env["AWS_ENDPOINT_URL_S3"].startswith("http://127.0.0.1:")
+        store.upload("sql", TINY / "adapters" / "sql")
+        store.upload("sql_2", TINY / "adapters" / "sql")
+        assert store.adapters() == ["sql", "sql_2"]
+    finally:
+        store.stop()
+    assert store.proc.poll() is not None and "AWS_ENDPOINT_URL_S3" not in __import__("os").environ
+
+
+def test_the_shelf_names_each_adapter_and_its_copies():
+    names = sorted(cluster.shelf(get_profile("tiny"), 2))
+    assert names == ["json", "json_2", "medical", "medical_2", "sql", "sql_2", "support", "support_2"]
+
+
+def test_a_driver_that_dies_at_start_gives_a_clear_error_and_leaves_nothing(monkeypatch):
+    real_popen = subprocess.Popen
+
+    def dying_driver(cmd, **kw):
+        return real_popen([sys.executable, "-c", "import sys; sys.exit(3)"], **kw)
+
+    monkeypatch.setattr(cluster.subprocess, "Popen", dying_driver)
+    with pytest.raises(RuntimeError, match="the Ray driver exited during 'up' .code 3.*driver.log"):
+        cluster.up.__wrapped__(get_profile("tiny"))
+    assert not cluster._live
+
+
+def test_the_driver_answers_an_error_and_stops_when_its_input_ends():
+    cmd = {"op": "run", "stream": ["sql"], "policy": "aware", "concurrency": 1}   # before "up": nothing to run on
+    r = subprocess.run([sys.executable, "-m", "course_utils.scale.driver"], input=json.dumps(cmd) + "\n",
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0
+    reply = json.loads(r.stdout.strip().split(cluster.MARK, 1)[1])
+    assert reply["ok"] is False and reply["error"].startswith("KeyError")
+
+
+def test_run_before_up_says_what_to_do():
+    with pytest.raises(RuntimeError, match="not up: run the cell with up"):
+        cluster.run.__wrapped__(["sql"], "aware")
+
+
+def test_on_a_gpu_profile_lab07_says_why_and_opens_the_cpu_recording(monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_PROFILE", "qwen7b")
+    monkeypatch.setenv("COURSE_MODE", "live")
+    monkeypatch.delenv("COURSE_RECORD", raising=False)
+    monkeypatch.setattr(lab, "_use_replay_vllm", lambda: None)
+    from course_utils.replay import session
+
+    try:
+        prof = lab.start("07_scale_out", cpu_only="a 4090 holds one 7B replica.")
+        assert prof.name == "tiny" and session.current().mode == "replay"
+    finally:
+        session.set_current(None)
+    out = capsys.readouterr().out
+    assert "profile 'qwen7b'" in out and "a 4090 holds one 7B replica." in out
+    assert "Runs live here: nothing in 07_scale_out" in out and "make setup" in out
