@@ -6,6 +6,8 @@
 - :mod:`.traffic`: a skewed (Zipf) request stream and the client that sends it;
 - :mod:`.metrics`: Serve's per-replica adapter counters, read from Ray's Prometheus text;
 - :mod:`.sockets`: every socket of the lab's processes, sampled, and the processes left after it;
-- :mod:`.cluster`: starting and stopping all of it on 127.0.0.1 only (``up``, ``run``, ``down``);
+- :mod:`.driver`: the process that owns Ray, Serve, the store and the app, all on 127.0.0.1 only;
+- :mod:`.cluster`: the lab's side: ``up``, ``run``, ``down``, answered by the driver;
+- :mod:`.bench`: the recorded sweep of adapters per replica (``make bench-scale``);
 - ``site/sitecustomize.py``: keeps each Serve replica's internal gRPC server on loopback.
 """

@@ -14,13 +14,9 @@ import sys
 import time
 from pathlib import Path
 
+from ..server.process import free_port  # a free port on 127.0.0.1 (the course's servers use the same)
+
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port: int, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:

@@ -11,6 +11,8 @@ import urllib.request
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+from ..server.load import percentile   # the same percentiles as Lab 04's load test
+
 # The policies of course_utils.scale.routers.CourseRouter, chosen per request by the x-session-id header.
 POLICY_HEADER = {"aware": None, "blind": "policy=blind", "hash": "policy=hash"}
 
@@ -59,8 +61,8 @@ def send(port: int, model_id: str, stream: list[str], policy: str, concurrency: 
     t0 = time.perf_counter()
     with ThreadPoolExecutor(concurrency) as pool:
         results = list(pool.map(one, enumerate(stream)))
-    latencies = sorted(r[1] for r in results)
+    latencies = [r[1] for r in results]
     return {"requests": len(stream), "ok": sum(r[0] == 200 for r in results),
             "failed": sum(r[0] != 200 for r in results), "retried": sum(r[2] is not None for r in results),
             "status": dict(Counter(str(r[0]) for r in results)), "wall_s": round(time.perf_counter() - t0, 2),
-            "p50_s": round(latencies[len(latencies) // 2], 3), "p95_s": round(latencies[int(len(latencies) * .95)], 3)}
+            "p50_s": round(percentile(latencies, 50), 3), "p95_s": round(percentile(latencies, 95), 3)}
