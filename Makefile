@@ -87,9 +87,11 @@ test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval
 	  && echo "== profile llama3b (one adapter): every lab says so and opens the tiny recording; cells must run" \
 	  && COURSE_PROFILE=llama3b $(READ_VENV)/bin/python -m pytest -q --nbval-lax -p no:cacheprovider $(LABS))
 
+# After the labs, no Ray, store or vLLM server process may still run (a zombie has ended: its parent has
+# not collected its exit status yet, which init does for Ray's reparented workers).
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
 	$(call timed,COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS) \
-	  && { left="$$(pgrep -fa '[g]cs_server|[r]aylet|[m]oto.server|[r]ay::|[v]llm.entrypoints' || true)"; \
+	  && { left="$$(ps -eo stat=,pid=,args= | awk '$$1 !~ /^Z/' | grep -E '[g]cs_server|[r]aylet|[m]oto.server|[r]ay::|[v]llm.entrypoints' || true)"; \
 	       if [ -n "$$left" ]; then echo "processes left after the labs (Ray, the store, vLLM servers):"; \
 	         echo "$$left"; exit 1; fi; })
 
