@@ -16,7 +16,6 @@ NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
-test-rehearsal_LABS := $(filter-out %06_self_test.ipynb %07_scale_out.ipynb,$(LABS))
 .PHONY: test-rehearsal
 .PHONY: bench-scale setup run record test test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-sibling tiny-ranks eval demo bench-labs clean
 
@@ -53,17 +52,25 @@ run: $(VENV)/.installed  ## execute every lab live on the default profile into b
 # The shipped profile (tiny) records into the committed labs; any other profile (e.g. qwen7b on a 4090)
 # records beside them, into labs/recorded/<profile>/, so the committed labs and `make test` stay as they are.
 SHIPPED_PROFILE := tiny
-RECORD_DIR = $(if $(filter $(SHIPPED_PROFILE),$(PROFILE)),,labs/recorded/$(PROFILE))
+RECORD_DIR ?= $(if $(filter $(SHIPPED_PROFILE),$(PROFILE)),,labs/recorded/$(PROFILE))
+# Where the recordings go: data/recordings/<profile>/ (COURSE_RECORDINGS_DIR=<dir> moves the root: the rehearsal
+# records into build/ so that the tree stays clean).
+RECORDINGS_ROOT = $(or $(COURSE_RECORDINGS_DIR),data/recordings)
 
+# A lab that does not run live on PROFILE (Lab 07 on a GPU, every lab on llama3b) says so, records nothing and is
+# skipped here: its copy is not kept, and the loop goes on.
 record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|rehearsal; llama3b runs no lab live)
 	@$(if $(RECORD_DIR),mkdir -p $(RECORD_DIR);) for nb in $(LABS); do \
 	  echo "== recording $$nb ($(PROFILE))"; \
 	  out="$(if $(RECORD_DIR),$(RECORD_DIR)/$$(basename $$nb),$$nb)"; \
+	  rec="$(RECORDINGS_ROOT)/$(PROFILE)/$$(basename $$nb .ipynb).json"; rm -f "$$rec"; \
 	  COURSE_PROFILE=$(PROFILE) COURSE_MODE=live COURSE_RECORD=1 \
 	  COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" \
 	  $(VENV)/bin/jupyter nbconvert --to notebook --execute "$$nb" --output "$$(basename $$out)" \
 	    --output-dir "$$(dirname $$out)" \
 	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 || exit 1; \
+	  if [ ! -f "$$rec" ]; then echo "   skipped: $$nb does not run live on profile $(PROFILE) (the lab says why)"; \
+	    [ "$$out" = "$$nb" ] || rm -f "$$out"; continue; fi; \
 	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.replay.stale --stamp --profile $(PROFILE) "$$out" || exit 1; \
 	done
 
@@ -85,7 +92,11 @@ test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval
 	    echo "== read mode: profile $$prof"; \
 	    COURSE_MODE=replay COURSE_PROFILE=$$prof $(READ_VENV)/bin/python -m pytest $(NBVAL) $$nbs || exit 1; done \
 	  && echo "== profile llama3b (one adapter): every lab says so and opens the tiny recording; cells must run" \
-	  && COURSE_PROFILE=llama3b $(READ_VENV)/bin/python -m pytest -q --nbval-lax -p no:cacheprovider $(LABS))
+	  && COURSE_PROFILE=llama3b $(READ_VENV)/bin/python -m pytest -q --nbval-lax -p no:cacheprovider $(LABS) \
+	  && echo "== profile qwen7b without its recordings (a reader with an NVIDIA card): every lab opens tiny's and says so" \
+	  && rm -rf build/tiny-only && mkdir -p build/tiny-only && cp -r data/recordings/tiny build/tiny-only/ \
+	  && COURSE_PROFILE=qwen7b COURSE_RECORDINGS_DIR="$(CURDIR)/build/tiny-only" \
+	    $(READ_VENV)/bin/python -m pytest -q --nbval-lax -p no:cacheprovider $(LABS))
 
 # After the labs, no Ray, store or vLLM server process may still run (a zombie has ended: its parent has
 # not collected its exit status yet, which init does for Ray's reparented workers).
@@ -95,17 +106,18 @@ test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the sa
 	       if [ -n "$$left" ]; then echo "processes left after the labs (Ray, the store, vLLM servers):"; \
 	         echo "$$left"; exit 1; fi; })
 
-# The GPU profiles' way of running (multiprocess engine, apply_model measurements, GPU env, prefix caching),
-# on the tiny world: every lab that starts an engine, top to bottom; its own asserts must hold (outputs are
-# not compared). Lab 06 starts nothing and reads the shipped recordings, so it is not rehearsed; nor is Lab 07,
-# which on a GPU profile opens the CPU recording (course_utils/lab.py, start with cpu_only; tests/test_scale.py).
-# What still differs from a 4090: course_utils/profiles.py, _rehearsal.
-test-rehearsal: $(VENV)/.installed  ## Labs 01-05 on COURSE_PROFILE=rehearsal (the GPU code path, on CPU)
-	@mkdir -p build/rehearsal
-	$(call timed,for nb in $(test-rehearsal_LABS); do echo "== rehearsal: $$nb"; \
-	  COURSE_PROFILE=rehearsal COURSE_MODE=live $(VENV)/bin/jupyter nbconvert --to notebook --execute "$$nb" \
-	    --output-dir build/rehearsal --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 \
-	    --log-level=WARN || exit 1; done)
+# The GPU profiles' way of running, on the tiny world (course_utils/profiles.py, _rehearsal): vLLM's multiprocess
+# engine, apply_model measurements, the GPU env, prefix caching, and the course's own GPU branches (the profile's
+# hardware is "cuda"; a stand-in nvidia-smi on PATH reports an idle RTX 4090 to the free-memory checks). It is
+# `make record` of all seven labs under that profile, into a copy under build/ so that the tree stays clean: every
+# lab that starts an engine runs top to bottom with its own asserts (outputs are not compared with tiny's), Lab 06
+# quotes the recordings just made, and Lab 07 (CPU only) says so and is skipped, as on a 4090.
+REHEARSAL := build/rehearsal
+test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/rehearsal (the GPU code path, on CPU)
+	@rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/labs $(REHEARSAL)/recordings && cp -r data/recordings/tiny $(REHEARSAL)/recordings/
+	$(call timed,PATH="$(CURDIR)/tests/fakes:$$PATH" COURSE_RECORDINGS_DIR="$(CURDIR)/$(REHEARSAL)/recordings" \
+	  $(MAKE) --no-print-directory record PROFILE=rehearsal RECORD_DIR=$(REHEARSAL)/labs EXTRA=$(EXTRA) \
+	  && test -f $(REHEARSAL)/labs/06_self_test.ipynb && test ! -f $(REHEARSAL)/labs/07_scale_out.ipynb)
 
 # The course's GPU baseline. Static: its source is read as text and AST, never imported.
 VLLM_BASELINE ?= 0.26.0
@@ -135,9 +147,11 @@ else
 endif
 
 # AutoDL runs as root and exposes port 6006: `make jupyter JUPYTER_OPTS="--port 6006 --ip 127.0.0.1"`.
-JUPYTER_OPTS ?= $(if $(filter 0,$(shell id -u)),--allow-root,)
+# --allow-root is added for root whatever JUPYTER_OPTS says (USER_ID: for the test of that).
+USER_ID ?= $(shell id -u)
+JUPYTER_OPTS ?=
 jupyter: $(VENV)/.installed  ## JupyterLab with the live kernel
-	$(VENV)/bin/jupyter lab --notebook-dir=labs $(JUPYTER_OPTS)
+	$(VENV)/bin/jupyter lab --notebook-dir=labs $(if $(filter 0,$(USER_ID)),--allow-root) $(JUPYTER_OPTS)
 
 tiny-world: $(VENV)/.installed  ## retrain the tiny base model, its four adapters and the sibling-base adapter into data/tiny/
 	$(VENV)/bin/python -m course_utils.tinyworld.trainer

@@ -42,6 +42,12 @@ DOWNLOAD_MB_S = 50.0    # ModelScope to an AutoDL instance, sustained
 TRAIN_STEP_S = 1.0      # one optimizer step of the trainer on a 4090 (batch 8, bf16 7B, gradient checkpointing):
                         # ~5e13 FLOPs (6 x 7.6e9 parameters x ~800 tokens, + 1/3 recomputed) at ~40% of 165 TFLOPS
 TRAIN_LOAD_S = 60.0     # the trainer loads the bf16 base once per adapter
+# Lab 05 on a 4090 also works on the host: transformers loads the bf16 base (peft check, merge) and the merge
+# writes a full merged copy to the data disk. The instance is billed meanwhile, the GPU idle.
+HOST_LOAD_S = TRAIN_LOAD_S   # one bf16 base load from the data disk into host memory
+WRITE_MB_S = 200.0           # the merged copy written to the data disk, sustained
+HOST_LOADING_CALLS = {"compare_with_peft": 1, "merge_adapter": 1}   # Lab 05's checks (engine/lora_check.py)
+WRITING_CALLS = ("merge_adapter",)                                  # writes one full copy of the base
 
 
 @dataclass
@@ -52,15 +58,29 @@ class LabWork:
     steps: int = 0            # engine steps of generation (decode-bound)
     tokens: int = 0           # tokens generated
     skipped_on_gpu: int = 0   # calls in cells that skip on a GPU profile
+    host_loads: int = 0       # base loads into host memory (transformers: Lab 05's peft check and merge)
+    written_gb: float = 0.0   # GB written to disk (Lab 05's merged copy of the base)
 
-    def seconds(self, engine_start=ENGINE_START_S, server_extra=SERVER_EXTRA_S, step=STEP_S) -> float:
+    def seconds(self, engine_start=ENGINE_START_S, server_extra=SERVER_EXTRA_S, step=STEP_S,
+                host_load=HOST_LOAD_S, write_mb_s=WRITE_MB_S) -> float:
         return (self.engine_starts * engine_start + self.server_starts * (engine_start + server_extra)
-                + self.steps * step)
+                + self.steps * step + self.host_loads * host_load + self.written_gb * 1000 / write_mb_s)
+
+
+def _base_gb() -> float:
+    """GB of the qwen7b base in bf16 (what the merged copy writes), from the shipped config."""
+    from .memory import load_config, weight_bytes
+    from .paths import CONFIGS
+
+    return weight_bytes(load_config(CONFIGS / "qwen2.5-7b-instruct"), "bfloat16").total / 1e9
+
+
+GPU_SKIP_MARKS = ("prof.skips(", 'if prof.hardware == "cpu":')   # tiny-base demos; CPU-only sections (Lab 01 §6)
 
 
 def _skipping_cells(notebook: Path) -> set[str]:
     """Recording cell ids of the code cells that skip on a GPU profile."""
-    return {cell_id(src) for src in code_cells(notebook) if "prof.skips(" in src}
+    return {cell_id(src) for src in code_cells(notebook) if any(m in src for m in GPU_SKIP_MARKS)}
 
 
 def lab_work(notebook: Path, recordings: Path = RECORDINGS / "tiny") -> LabWork:
@@ -77,7 +97,9 @@ def lab_work(notebook: Path, recordings: Path = RECORDINGS / "tiny") -> LabWork:
         kind, result = call["kind"], call.get("result")
         if kind == "LLM":
             work.engine_starts += 1
-        elif kind == "server_start":
+        elif kind == "server_start" and "result" in call:
+            # a start that failed is not counted: Lab 04's port clash fails before vLLM loads anything
+            # (0.26.0 binds its port first, entrypoints/openai/api_server.py run_server)
             work.server_starts += 1
         elif kind == "generate" and result:
             lengths = [len(o["token_ids"]) for r in result for o in r["outputs"]]
@@ -86,6 +108,10 @@ def lab_work(notebook: Path, recordings: Path = RECORDINGS / "tiny") -> LabWork:
         elif kind == "schedtrace" and result:
             work.steps += len(result["steps"])                 # one entry per engine step
             work.tokens += sum(len(o["token_ids"]) for o in result["outputs"].values())
+        elif kind == "call" and call["args"]["function"] in HOST_LOADING_CALLS and "result" in call:
+            work.host_loads += HOST_LOADING_CALLS[call["args"]["function"]]
+            if call["args"]["function"] in WRITING_CALLS:
+                work.written_gb += round(_base_gb(), 1)
         elif kind == "call" and isinstance(result, dict) and call["args"]["function"] in ("run_load", "burst"):
             kw = call["args"]["kwargs"]
             n = len(result.get("rows") or result.get("requests") or [])
@@ -103,7 +129,8 @@ def table(labs=None, price: float | None = None, **costs):
         w = lab_work(Path(nb))
         s = w.seconds(**costs)
         row = {"lab": w.lab, "engine starts": w.engine_starts, "server starts": w.server_starts,
-               "generated tokens": w.tokens, "engine steps": w.steps, "GPU minutes (estimate)": round(s / 60, 1)}
+               "generated tokens": w.tokens, "engine steps": w.steps, "GPU minutes (estimate)": round(s / 60, 1),
+               "host base loads": w.host_loads, "written (GB)": w.written_gb}
         if price is not None:
             row["cost at your price"] = round(s / 3600 * price, 2)
         rows.append(row)
@@ -117,14 +144,17 @@ def setup_table(install=INSTALL_S, download_mb_s=DOWNLOAD_MB_S, train_step=TRAIN
     from .gpu import download
     from .gpu.train_adapters import GPU_TRAIN, TASKS
 
+    from .tinyworld.trainer import ADAPTERS
+
     nbytes = sum(item.approx_bytes for item in download.plan_items("qwen7b"))
-    steps = GPU_TRAIN["adapter_steps"] * len(TASKS)
+    per_task = {t: max(1, round(GPU_TRAIN["adapter_steps"] * ADAPTERS[t].steps_factor)) for t in TASKS}
+    steps = sum(per_task.values())   # json trains twice as long (its quoting needs it), as on the tiny world
     rows = [
         {"step": "install (vLLM, torch)", "work": "the environment", "needs the GPU": "no",
          "minutes (estimate)": round(install / 60, 1)},
         {"step": "download the base", "work": f"{nbytes / 1e9:.1f} GB", "needs the GPU": "no",
          "minutes (estimate)": round(nbytes / (download_mb_s * 1e6) / 60, 1)},
-        {"step": "train the adapters", "work": f"{len(TASKS)} x {GPU_TRAIN['adapter_steps']} steps",
+        {"step": "train the adapters", "work": " + ".join(f"{n}" for n in per_task.values()) + " steps",
          "needs the GPU": "yes", "minutes (estimate)": round((steps * train_step + len(TASKS) * train_load) / 60, 1)},
     ]
     return pd.DataFrame(rows)
@@ -151,7 +181,8 @@ def main(argv=None) -> int:
     print(t.to_string(index=False))
     total = t["GPU minutes (estimate)"].sum()
     print(f"\ntotal: {total:.0f} GPU minutes of the machine's own work (estimate: {a.engine_start:.0f} s per engine "
-          f"start, {a.server_extra:.0f} s more per server, {1000 * a.step:.0f} ms per step; none measured on a 4090). "
+          f"start, {a.server_extra:.0f} s more per server, {1000 * a.step:.0f} ms per step, {HOST_LOAD_S:.0f} s per "
+          f"base load into host memory, {WRITE_MB_S:.0f} MB/s to disk; none measured on a 4090). "
           f"The instance is billed while it is on: add your reading time.")
     cheap = t.sort_values("GPU minutes (estimate)")
     print("cheapest to run live first:", ", ".join(cheap["lab"]))

@@ -92,8 +92,8 @@ def read_instead_notice(prof: Profile, lab: str, why: str, live_here: str) -> st
     """What a lab does on a profile that cannot run it live (why, what runs instead, how to run it live)."""
     return "\n".join([
         why,
-        f"Runs live here: nothing in {lab}. It opens in read mode and shows the recorded run of profile 'tiny' "
-        f"({get_profile('tiny').description}).",
+        f"这里现场运行的：{lab} 里什么都不跑。它以读模式打开，显示 tiny 配置（{get_profile('tiny').description}）"
+        f"录下的运行结果。",
         *([live_here] if live_here else []),
         "",
     ])
@@ -103,17 +103,30 @@ def _cannot_run_live(prof: Profile, lab: str, cpu_only: str | None) -> str | Non
     if prof.missing_adapters:
         return read_instead_notice(
             prof, lab,
-            f"profile {prof.name!r} has {len(prof.adapters)} adapter(s) ({', '.join(prof.adapters)}); this lab "
-            f"teaches with the course's four ({', '.join(TASKS)}) on one base, and "
-            f"{', '.join(prof.missing_adapters)} {'is' if len(prof.missing_adapters) == 1 else 'are'} missing here.",
-            f"Live on this profile: the course page's section-4 program, "
-            f"`COURSE_PROFILE={prof.name} python labs/multi_lora_offline.py`.\n"
-            f"To run this lab live: COURSE_PROFILE=qwen7b on a GPU (`bash autodl/setup.sh` trains the four "
-            f"adapters), or COURSE_PROFILE=tiny on CPU.")
+            f"配置 {prof.name!r} 只有 {len(prof.adapters)} 个 adapter（{', '.join(prof.adapters)}）；本实验要在同一个基座上"
+            f"用课程的四个 adapter（{', '.join(TASKS)}）来讲，这里缺 {', '.join(prof.missing_adapters)}。",
+            f"这个配置能现场跑的是讲义第 4 节的程序："
+            f"`COURSE_PROFILE={prof.name} python labs/multi_lora_offline.py`。\n"
+            f"想现场跑本实验：GPU 上用 COURSE_PROFILE=qwen7b（`bash autodl/setup.sh` 会训练四个 adapter），"
+            f"CPU 上用 COURSE_PROFILE=tiny。")
     if cpu_only and prof.hardware != "cpu":
-        return read_instead_notice(prof, lab, f"profile {prof.name!r} ({prof.description}): {cpu_only}",
-                                   "To run this lab live: a CPU machine with `make setup` (profile tiny).")
+        return read_instead_notice(prof, lab, f"配置 {prof.name!r}（{prof.description}）：{cpu_only}",
+                                   "想现场跑本实验：在一台 CPU 机器上 `make setup`（tiny 配置）。")
     return None
+
+
+def _no_recording_notice(prof: Profile, lab: str) -> str | None:
+    """Read mode on a profile that has no recording of ``lab`` (a reader whose machine has an NVIDIA card and
+    the base install selects qwen7b; only the tiny world's recordings ship): the lab shows the tiny recording
+    and says so, instead of stopping at its first cell."""
+    if prof.name == "tiny" or record.recording_path(prof.name, lab).is_file():
+        return None
+    return "\n".join([
+        f"读模式：配置 {prof.name!r} 没有 {lab} 的录制（随仓库提供的是 tiny 配置的录制；"
+        f"{prof.name} 的录制要在它的硬件上用 `make record PROFILE={prof.name}` 录）。",
+        f"下面显示 tiny 配置（{get_profile('tiny').description}）录下的真实运行结果。",
+        "",
+    ])
 
 
 def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: str | None = None) -> Profile:
@@ -122,13 +135,17 @@ def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: s
     A profile that cannot run the lab live opens the tiny world's recording in read mode, says why, and
     returns the tiny profile: a profile without the course's four adapters (llama3b: the seed's one SQL
     adapter), or a GPU profile for a lab that runs on CPU only (``cpu_only``: the reason, e.g. Lab 07).
+    Under ``make record`` such a lab records nothing (the record loop then skips it). Read mode on a profile
+    without a recording of this lab opens the tiny recording the same way.
     """
     prof = get_profile(profile)
     mode = detect_mode()
     notice = _cannot_run_live(prof, lab, cpu_only)
+    if notice and os.environ.get("COURSE_RECORD") == "1":
+        notice += f"（make record：{lab} 在配置 {prof.name!r} 上不现场运行，所以这里没有要录的。）\n"
+    if notice is None and mode == "replay":
+        notice = _no_recording_notice(prof, lab)
     if notice:
-        if os.environ.get("COURSE_RECORD") == "1":
-            raise ProfileError(f"profile {prof.name!r} does not run {lab} live, so there is nothing to record.")
         if not quiet:
             print(notice)
         prof, mode = get_profile("tiny"), "replay"
@@ -138,7 +155,7 @@ def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: s
         quiet_libraries()
         from .gpu.free import ensure_room_for   # another kernel's engine still on the card? say so before vLLM fails
 
-        ensure_room_for(prof, what=f"this lab ({prof.name} profile)")
+        ensure_room_for(prof, what=f"本实验（{prof.name} 配置）")
     session = record.set_current(
         record.Session(lab, prof.name, mode, recording=os.environ.get("COURSE_RECORD") == "1"))
     if mode == "replay":

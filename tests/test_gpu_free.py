@@ -17,8 +17,8 @@ def test_room_enough_says_nothing():
 
 def test_a_second_kernel_is_named_with_what_to_do():
     msg = free.check(GPU_HELD, APPS, 0.9, me=1)
-    assert "7.8 GiB free of 24.0 GiB" in msg and "gpu_memory_utilization=0.9" in msg and "21.6 GiB" in msg
-    assert "pid 4242 (/root/miniconda3/bin/python, 15.5 GiB)" in msg and "Shut Down Kernel" in msg
+    assert "7.8 GiB 空闲（共 24.0 GiB）" in msg and "gpu_memory_utilization=0.9" in msg and "21.6 GiB" in msg
+    assert "pid 4242（/root/miniconda3/bin/python，15.5 GiB）" in msg and "Shut Down Kernel" in msg
 
 
 def test_this_process_is_not_blamed():
@@ -45,7 +45,7 @@ def test_ensure_room_raises_with_the_message(monkeypatch):
             self.stdout, self.returncode = out, 0
 
     monkeypatch.setattr(free.subprocess, "run", lambda argv, **kw: Done(GPU_HELD if "--query-gpu" in argv[1] else APPS))
-    with pytest.raises(free.GpuBusy, match="Held by: pid 4242"):
+    with pytest.raises(free.GpuBusy, match="占用者：pid 4242"):
         free.ensure_room(0.9, what="this lab")
 
 
@@ -65,7 +65,7 @@ def test_a_gpu_server_checks_for_room_before_it_spawns(monkeypatch):
     monkeypatch.setattr(free, "ensure_room", busy)
     monkeypatch.setattr(process, "_spawn", lambda *a, **k: spawned.append(a))
     srv = process.Server(get_profile("qwen7b"), label="gpu-test")
-    with pytest.raises(free.GpuBusy, match="the server 'gpu-test' asks for 0.9"):
+    with pytest.raises(free.GpuBusy, match="服务 'gpu-test' asks for 0.9"):
         srv._start_live()
     assert not spawned
 
@@ -78,5 +78,5 @@ def test_a_gpu_lab_checks_for_room_when_it_starts(monkeypatch):
     monkeypatch.setattr(Profile, "check", lambda self: self)
     monkeypatch.setattr(lab, "detect_mode", lambda: "live")
     monkeypatch.setattr(lab, "apply_env", lambda prof: None)
-    with pytest.raises(free.GpuBusy, match="this lab"):
+    with pytest.raises(free.GpuBusy, match="本实验"):
         lab.start("00_fake", profile="qwen7b")

@@ -1,9 +1,14 @@
+import sys
+from pathlib import Path
+
 import pytest
 
 from course_utils import lab
 from course_utils.chat import CHATML_TEMPLATE, chat_prompt, user_text
 from course_utils.paths import TINY
 from course_utils.profiles import ProfileError, get_profile
+
+FAKES = Path(__file__).parent / "fakes"   # a stand-in nvidia-smi
 
 
 def test_tiny_template_is_the_one_the_trainer_ships():
@@ -74,15 +79,59 @@ def test_profile_without_the_four_adapters_opens_the_lab_in_read_mode(monkeypatc
 
         session.set_current(None)
     out = capsys.readouterr().out
-    assert "profile 'llama3b' has 1 adapter(s) (sql)" in out
-    assert "support, medical, json are missing" in out
-    assert "Runs live here: nothing in 01_offline_multi_lora" in out
+    assert "配置 'llama3b' 只有 1 个 adapter（sql）" in out
+    assert "这里缺 support, medical, json" in out
+    assert "这里现场运行的：01_offline_multi_lora 里什么都不跑" in out
     assert "COURSE_PROFILE=llama3b python labs/multi_lora_offline.py" in out
     assert "mode:     replay" in out
 
 
-def test_recording_a_profile_that_runs_no_lab_says_so(monkeypatch):
+def test_recording_a_profile_that_runs_no_lab_records_nothing(monkeypatch, capsys):
+    # make record PROFILE=qwen7b on a 4090 must get past Lab 07 (CPU only) and llama3b past every lab:
+    # the lab opens the tiny recording in read mode, records nothing, and the record loop skips it.
     monkeypatch.setenv("COURSE_PROFILE", "llama3b")
+    monkeypatch.setenv("COURSE_MODE", "live")
     monkeypatch.setenv("COURSE_RECORD", "1")
-    with pytest.raises(ProfileError, match="does not run 03_rank_and_max_loras live.*nothing to record"):
-        lab.start("03_rank_and_max_loras")
+    monkeypatch.setattr(lab, "_use_replay_vllm", lambda: None)
+    from course_utils.replay import session
+
+    try:
+        prof = lab.start("03_rank_and_max_loras")
+        assert prof.name == "tiny" and session.current().mode == "replay" and not session.current().recording
+    finally:
+        session.set_current(None)
+    assert not session.recording_path("llama3b", "03_rank_and_max_loras").exists()
+    assert "没有要录的" in capsys.readouterr().out
+
+
+def test_a_gpu_profile_without_recordings_opens_the_tiny_recording(monkeypatch, capsys):
+    # A reader with an NVIDIA card and the base install gets qwen7b in read mode; only tiny's recordings ship.
+    monkeypatch.setenv("COURSE_PROFILE", "qwen7b")
+    monkeypatch.setenv("COURSE_MODE", "replay")
+    monkeypatch.setattr(lab, "_use_replay_vllm", lambda: None)
+    from course_utils.replay import session
+
+    assert not session.recording_path("qwen7b", "02_memory_layout").exists()
+    try:
+        prof = lab.start("02_memory_layout")
+        assert prof.name == "tiny" and session.current().mode == "replay"
+    finally:
+        session.set_current(None)
+    out = capsys.readouterr().out
+    assert "配置 'qwen7b' 没有 02_memory_layout 的录制" in out and "make record PROFILE=qwen7b" in out
+
+
+def test_a_card_and_no_torch_selects_qwen7b(monkeypatch, tmp_path):
+    """How the GPU profile is chosen without torch (read mode): nvidia-smi on PATH and /dev/nvidia0."""
+    import os
+
+    from course_utils import profiles
+
+    monkeypatch.setitem(sys.modules, "torch", None)          # import torch raises ImportError
+    monkeypatch.setenv("PATH", f"{FAKES}:/usr/bin:/bin")
+    monkeypatch.delenv("COURSE_PROFILE", raising=False)
+    real_exists = os.path.exists
+    monkeypatch.setattr(profiles.os.path, "exists", lambda p: p == "/dev/nvidia0" or real_exists(p))
+    assert profiles.get_profile().name == "qwen7b"
+    monkeypatch.setattr(profiles.os.path, "exists", lambda p: False if p == "/dev/nvidia0" else real_exists(p))
+    assert profiles.get_profile().name == "tiny"

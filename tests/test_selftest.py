@@ -63,3 +63,16 @@ def _minimal_figures():
            "engine_max_loras": 4}
     f05 = {"merged_adapters": [], "pairs": 0, "same": 0, "moved": []}
     return f01, f05, selftest.model_figures()
+
+
+def test_a_profile_without_recordings_quotes_the_shipped_tiny_ones(capsys, monkeypatch, tmp_path):
+    # Lab 06 on a 4090 before `make record PROFILE=qwen7b`: only tiny's recordings ship
+    assert selftest.recorded_profile("tiny") == "tiny" and capsys.readouterr().out == ""
+    monkeypatch.setenv("COURSE_RECORDINGS_DIR", str(tmp_path))
+    assert selftest.recorded_profile("qwen7b") == "tiny"
+    said = capsys.readouterr().out
+    assert "配置 'qwen7b' 还没有 01_offline_multi_lora" in said and "make record PROFILE=qwen7b" in said
+    for lab in selftest.QUOTED_LABS:       # once it has its own, it quotes them
+        (tmp_path / "qwen7b").mkdir(exist_ok=True)
+        (tmp_path / "qwen7b" / f"{lab}.json").write_text("{}")
+    assert selftest.recorded_profile("qwen7b") == "qwen7b"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -134,9 +135,28 @@ def test_cpu_command_uses_module_entrypoint_and_both_lora_module_forms():
     assert shown.startswith("python -m vllm.entrypoints.openai.api_server --model data/tiny/base")
 
 
-def test_gpu_command_is_vllm_serve():
+def test_gpu_command_is_vllm_serve_by_the_script_beside_python():
     s = Server(TINY, ["sql=/a"], use_cli=True)
-    assert s.command[:3] == ["vllm", "serve", TINY.base_model]
+    assert s.command[:3] == [str(Path(sys.executable).with_name("vllm")), "serve", TINY.base_model]
+    assert s.display_command.startswith("vllm serve data/tiny/base ")
+
+
+def test_gpu_launch_does_not_depend_on_path(tmp_path, monkeypatch):
+    """A kernel from a registered kernel spec runs the venv's python without the venv's bin/ on PATH: the GPU
+    launch (``vllm serve``) must still start. A stand-in ``vllm`` script beside a stand-in ``python``."""
+    env_bin = tmp_path / "venv" / "bin"
+    env_bin.mkdir(parents=True)
+    (env_bin / "python").symlink_to(sys.executable)
+    script = env_bin / "vllm"
+    script.write_text(f"#!{sys.executable}\n" + FAKE)
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(env_bin / "python"))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert not shutil.which("vllm", path="/usr/bin:/bin")
+    before = _children()
+    with Server(TINY, ["sql=/a"], use_cli=True, ready_timeout=20) as s:
+        assert s.command[0] == str(script) and s.running and s.ready_seconds is not None
+    _nothing_left(s, before)
 
 
 def test_api_keys_are_random():
@@ -403,3 +423,25 @@ def test_a_server_tells_its_lora_settings_without_starting():
     srv = Server(TINY, max_loras=3, max_lora_rank=16, label="settings-only")
     assert (srv.max_loras, srv.max_lora_rank) == (3, 16) and srv.proc is None
     assert Server(TINY, label="defaults").max_loras == TINY.max_loras
+
+
+def test_on_a_busy_card_a_taken_port_is_reported_as_the_port(tmp_path, monkeypatch):
+    """Lab 04's port clash on a 4090 whose memory the lab's own main server holds: vLLM binds its port before it
+    builds the engine (0.26.0), so the start fails on the port; the free-memory check must not speak first and
+    blame "another kernel" for the student's own server. On a free port the same busy card is reported."""
+    monkeypatch.setenv("PATH", f"{Path(__file__).parent / 'fakes'}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_GPU", "busy")
+    qwen = profiles.get_profile("qwen7b")
+    before = _children()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1)
+        s = FakeServer(qwen, port=sock.getsockname()[1], label="clash", ready_timeout=20)
+        with pytest.raises(ServerError, match="port in use"):
+            s.start()
+    _nothing_left(s, before)
+    from course_utils.gpu.free import GpuBusy
+
+    with pytest.raises(GpuBusy, match="服务 'main'"):
+        FakeServer(qwen, label="main", ready_timeout=20).start()
+    assert server.running() == []

@@ -62,7 +62,7 @@ def parse_apps(text: str) -> list[App]:
 
 
 def check(gpu_text: str, apps_text: str, utilization: float, device: int = 0, me: int | None = None,
-          what: str = "the engine") -> str | None:
+          what: str = "引擎") -> str | None:
     """None when ``utilization`` x total fits in the free memory of GPU ``device``, else what to say."""
     gpus = {g.index: g for g in parse_gpus(gpu_text)}
     g = gpus.get(device)
@@ -72,14 +72,14 @@ def check(gpu_text: str, apps_text: str, utilization: float, device: int = 0, me
     if g.free_mib >= need:
         return None
     others = [a for a in parse_apps(apps_text) if a.pid != (me if me is not None else os.getpid())]
-    held = "; ".join(f"pid {a.pid} ({a.name}, {a.used_mib / 1024:.1f} GiB)" for a in others) or "no process listed"
-    return (f"GPU {device} has {g.free_mib / 1024:.1f} GiB free of {g.total_mib / 1024:.1f} GiB, but {what} asks "
-            f"for gpu_memory_utilization={utilization} of the total ({need / 1024:.1f} GiB), so vLLM would fail to "
-            f"start. Held by: {held}. If that is another lab's kernel, shut it down (JupyterLab: Kernel > Shut Down "
-            f"Kernel) or stop its server, then run this cell again; or lower gpu_memory_utilization.")
+    held = "；".join(f"pid {a.pid}（{a.name}，{a.used_mib / 1024:.1f} GiB）" for a in others) or "nvidia-smi 没有列出进程"
+    return (f"GPU {device} 只有 {g.free_mib / 1024:.1f} GiB 空闲（共 {g.total_mib / 1024:.1f} GiB），而{what}按 "
+            f"gpu_memory_utilization={utilization} 要总量的这一份（{need / 1024:.1f} GiB），vLLM 会启动失败。"
+            f"占用者：{held}。如果那是另一个实验的内核，先关掉它（JupyterLab：Kernel > Shut Down Kernel）或停掉它的服务，"
+            f"再运行这一格；也可以调低 gpu_memory_utilization。")
 
 
-def ensure_room(utilization: float, device: int = 0, what: str = "the engine") -> None:
+def ensure_room(utilization: float, device: int = 0, what: str = "引擎") -> None:
     """Raise :class:`GpuBusy` when the GPU cannot give ``utilization`` of its memory (no-op without nvidia-smi)."""
     if not shutil.which("nvidia-smi"):
         return

@@ -205,7 +205,7 @@ def train_all(models_dir: Path, tasks: list[str], cfg: TrainConfig, base: Path, 
             continue
         spec = ADAPTERS[task]
         out(f"[>>] adapter {task}: rank {spec.rank}, alpha {spec.alpha}, targets {','.join(spec.target_modules)}; "
-            f"{cfg.adapter_steps} steps x batch {cfg.batch_size}")
+            f"{max(1, round(cfg.adapter_steps * spec.steps_factor))} steps x batch {cfg.batch_size}")
         tmp = root / f".{task}.partial-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         t0 = time.time()

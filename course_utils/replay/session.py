@@ -71,7 +71,9 @@ def replayed_exception(type_name: str, message: str) -> Exception:
 
 
 def recording_path(profile: str, lab: str) -> Path:
-    return RECORDINGS / profile / f"{lab}.json"
+    """``data/recordings/<profile>/<lab>.json``; ``COURSE_RECORDINGS_DIR`` moves the root (the rehearsal records
+    into a copy under build/ so that the tree stays clean)."""
+    return Path(os.environ.get("COURSE_RECORDINGS_DIR") or RECORDINGS) / profile / f"{lab}.json"
 
 
 def http_cassettes(profile: str, lab: str) -> list[Path]:

@@ -14,7 +14,6 @@ import json
 import os
 import secrets
 import shlex
-import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,10 +42,19 @@ def lora_module_arg(spec) -> str:
     return str(spec)
 
 
+def cli_script() -> Path:
+    """The ``vllm`` console script of the environment this Python runs in: the file beside ``sys.executable``.
+
+    Never looked up on PATH: a Jupyter kernel started from a registered kernel spec (AutoDL's JupyterLab,
+    ``make jupyter``) runs the venv's Python without the venv's ``bin/`` on PATH, so a bare ``vllm`` would
+    raise FileNotFoundError there. ``sys.executable`` is not resolved: a venv's ``python`` is a symlink.
+    """
+    return Path(sys.executable).with_name("vllm")
+
+
 def cli_works() -> bool:
-    """Whether a working ``vllm`` console script is on PATH (the CPU build's is broken)."""
-    beside = Path(sys.executable).with_name("vllm")
-    if not (shutil.which("vllm") or beside.exists()):
+    """Whether this environment's ``vllm`` console script exists and works (the CPU build's is broken)."""
+    if not cli_script().is_file():
         return False
     try:
         from importlib.metadata import version
@@ -87,7 +95,7 @@ class Launch:
 
     def argv(self, port: int) -> list[str]:
         base = self.profile.base_model
-        cmd = ["vllm", "serve", base] if self.use_cli else [sys.executable, "-m", CPU_ENTRYPOINT, "--model", base]
+        cmd = [str(cli_script()), "serve", base] if self.use_cli else [sys.executable, "-m", CPU_ENTRYPOINT, "--model", base]
         cmd += ["--host", self.host, "--port", str(port), "--api-key", self.api_key,
                 "--served-model-name", self.served_model_name,
                 "--enable-lora", "--max-lora-rank", str(self.max_lora_rank), "--max-loras", str(self.max_loras)]
@@ -129,6 +137,8 @@ class Launch:
                 a = "<api-key>"
             elif i == 0 and a == sys.executable:
                 a = "python"
+            elif i == 0 and a == str(cli_script()):
+                a = "vllm"
             shown.append(a.replace(str(REPO) + "/", ""))
         prefix = " ".join(f"{k}={v}" for k, v in self.env_changes().items() if k in SHOWN_ENV)
         line = shlex.join(shown)

@@ -76,6 +76,17 @@ def free_port(host: str = LOOPBACK) -> int:
         return s.getsockname()[1]
 
 
+def port_free(host: str, port: int) -> bool:
+    """Whether a server could bind ``host:port`` now (with SO_REUSEADDR, as vLLM binds it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
 def _write_pidfile(srv: Server) -> Path:
     path = runtime_dir() / f"{PIDFILE_PREFIX}{srv.pid}.json"
     path.write_text(json.dumps({
@@ -276,9 +287,13 @@ class Server:
     def _start_live(self) -> dict:
         _install_hooks()
         cleanup_stale(verbose=True)
-        from ..gpu.free import ensure_room_for   # room on the card? (vLLM's error would not say who holds it)
+        if self.port is None or port_free(self.host, self.port):
+            # Room on the card? (vLLM's error would not say who holds it.) Only for a free port: vLLM binds its
+            # port before it builds the engine (0.26.0: entrypoints/openai/api_server.py, run_server calls
+            # setup_server first), so on a taken port it fails on the port whatever the card holds.
+            from ..gpu.free import ensure_room_for
 
-        ensure_room_for(self.profile, what=f"the server {self.label!r}")
+            ensure_room_for(self.profile, what=f"服务 {self.label!r}")
         self.port = self.port or free_port(self.host)
         self.command = self.launch.argv(self.port)
         t0 = time.monotonic()

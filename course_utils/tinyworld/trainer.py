@@ -15,7 +15,7 @@
    Beside each adapter, ``base_fingerprint.json`` records which base it was
    trained on (:func:`course_utils.adapters.write_base_identity`);
 5. two adapters that do *not* belong to this base, for Lab 01's pitfalls: one
-   for a wider Qwen2 (random weights, shapes do not fit) and ``sql`` trained
+   for a wider Qwen2 (hidden 4096, random weights; ``--only foreign`` rebuilds it) and ``sql`` trained
    on a *sibling* base (same shapes and tokenizer, other weights; the sibling
    base is written to build/, not shipped). ``--only sibling`` rebuilds it;
 6. for Lab 03's lesson that rank is a capacity limit (``rank_sweep/``): the
@@ -368,21 +368,28 @@ def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, dev
             "trainable_parameters": sum(p.numel() for p in params)}
 
 
+FOREIGN_HIDDEN = 4096   # wider than the tiny base (256) and than Qwen2.5-7B (3584)
+
+
 def make_foreign_adapter(out: Path, seed: int = 0) -> dict:
-    """A LoRA made for a *wider* Qwen2 (hidden 512): random weights, only to show a base/adapter mismatch."""
+    """A LoRA made for a *wider* Qwen2 (hidden 4096, an 8B-class width): random weights, only to show a
+    base/adapter mismatch that vLLM refuses on every course base. vLLM copies an adapter's tensors into the
+    ``[:r, :d]`` corner of its preallocated slots (0.26.0: lora/layers/base_linear.py, set_lora), so an adapter
+    *narrower* than the base would load without a word on the 7B; one wider than the base cannot be copied and
+    is refused on the tiny base and on Qwen2.5-7B alike. One layer, float16: a few hundred KB."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(seed)
-    wide = Qwen2ForCausalLM(Qwen2Config(vocab_size=256, hidden_size=512, intermediate_size=1024,
-                                        num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+    wide = Qwen2ForCausalLM(Qwen2Config(vocab_size=256, hidden_size=FOREIGN_HIDDEN, intermediate_size=256,
+                                        num_hidden_layers=1, num_attention_heads=32, num_key_value_heads=8,
                                         tie_word_embeddings=True))
     model = get_peft_model(wide, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"],
                                             init_lora_weights=False, task_type="CAUSAL_LM"))
-    model.save_pretrained(out, safe_serialization=True)
-    _make_portable(out, "course-wide-qwen2 (hidden 512)")
-    return {"hidden_size": 512, "rank": 8, "note": "random weights; shows a base/adapter mismatch"}
+    model.to(torch.float16).save_pretrained(out, safe_serialization=True)
+    _make_portable(out, f"course-wide-qwen2 (hidden {FOREIGN_HIDDEN})")
+    return {"hidden_size": FOREIGN_HIDDEN, "rank": 8, "note": "random weights; shows a base/adapter mismatch"}
 
 
 SIBLING_BASE_NAME = "course-tiny-qwen2-sibling"
@@ -514,7 +521,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=TrainConfig.seed)
     ap.add_argument("--base-steps", type=int)
     ap.add_argument("--adapter-steps", type=int)
-    ap.add_argument("--only", choices=["sibling", "ranks", "codebook", "identities"],
+    ap.add_argument("--only", choices=["sibling", "ranks", "codebook", "identities", "foreign"],
                     help="rebuild one piece of an existing world: the sibling-base adapter (about 11 min), the "
                          "rank sweep (about 15 min), its codebook half (about 5 min), or the base fingerprints "
                          "recorded beside the adapters (seconds)")
@@ -538,6 +545,8 @@ def update(out: Path, cfg: TrainConfig, piece: str) -> None:
         entry["sibling"] = make_sibling_adapter(cfg, out / "foreign" / SIBLING_DIR, sibling_base_dir(out), out / "base")
     elif piece == "ranks":
         entry["rank_sweep"] = make_rank_sweep(cfg, out)
+    elif piece == "foreign":                # the wide adapter of Lab 01's pitfall 3 (seconds)
+        entry["foreign"] = make_foreign_adapter(out / "foreign" / "wide-qwen2-lora")
     elif piece == "codebook":               # only the codebook half of the rank sweep
         done = json.loads((out / "manifest.json").read_text()).get("rank_sweep", {})
         entry["rank_sweep"] = {**done, **make_codebook_sweep(cfg, out)}

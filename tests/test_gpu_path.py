@@ -1,0 +1,146 @@
+"""The 4090 student's path, taken on CPU: the course's own branches that only a GPU profile takes.
+
+What needs CUDA itself (kernels, NVML) cannot run here; everything of the course's own around it does:
+
+- the kernel AutoDL's JupyterLab starts (the spec ``make setup`` / ``autodl/setup.sh`` registers) runs the venv's
+  Python without the venv's ``bin/`` on PATH, and the GPU server launch (``vllm serve``) must not need it;
+- ``make jupyter`` as root with the documented options keeps ``--allow-root``;
+- the free-memory check runs the real ``nvidia-smi`` command line, here a stand-in on PATH
+  (``tests/fakes/nvidia-smi``: an idle or busy RTX 4090);
+- the GPU profile is selected by ``COURSE_PROFILE=qwen7b`` (without it, by ``nvidia-smi`` plus ``/dev/nvidia0``
+  or torch's CUDA: ``tests/test_lab.py``).
+
+The rest of the GPU branches run in whole labs: ``make test-rehearsal`` (a GPU-shaped profile, vLLM on CPU) and
+``make test-replay`` (qwen7b in read mode without its recordings); Lab 04's port clash on a busy card is in
+``tests/test_server.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from course_utils import processes
+from course_utils.gpu import free
+from course_utils.paths import REPO
+from course_utils.profiles import get_profile
+
+FAKES = Path(__file__).parent / "fakes"
+KERNEL = "multi-lora-course"
+BARE_PATH = "/usr/bin:/bin"      # what a kernel started by AutoDL's JupyterLab has: not the venv's bin/
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """The stand-in nvidia-smi first on PATH; ``fake_gpu("busy")`` makes another process hold 15.5 GiB."""
+    monkeypatch.setenv("PATH", f"{FAKES}:{os.environ['PATH']}")
+
+    def state(s: str = "idle"):
+        monkeypatch.setenv("FAKE_GPU", s)
+    state()
+    return state
+
+
+def test_the_free_memory_check_runs_nvidia_smi_and_names_the_holder_in_chinese(fake_gpu):
+    qwen = get_profile("qwen7b")
+    free.ensure_room_for(qwen, what="本实验（qwen7b 配置）")          # idle card: nothing said
+    fake_gpu("busy")
+    with pytest.raises(free.GpuBusy) as e:
+        free.ensure_room_for(qwen, what="本实验（qwen7b 配置）")
+    msg = str(e.value)
+    assert "7.8 GiB 空闲（共 24.0 GiB）" in msg and "本实验（qwen7b 配置）" in msg and "pid 4242" in msg
+    assert "Kernel > Shut Down Kernel" in msg
+    free.ensure_room_for(get_profile("tiny"), what="x")               # a CPU profile never asks
+
+
+def _kernel_spec_python() -> Path:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(KERNEL)
+    except NoSuchKernel:
+        pytest.skip(f"the kernel spec {KERNEL!r} is not registered here (make setup registers it)")
+    return Path(spec.argv[0])
+
+
+def test_a_kernel_from_the_registered_spec_launches_vllm_serve_without_path():
+    from jupyter_client.manager import start_new_kernel
+
+    python = _kernel_spec_python()
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["PATH"] = BARE_PATH
+    code = "\n".join([
+        "import shutil, subprocess, sys",
+        "from pathlib import Path",
+        "from course_utils.profiles import get_profile",
+        "from course_utils.server.command import Launch",
+        "argv = Launch(get_profile('qwen7b'), use_cli=True).argv(8000)",
+        "r = subprocess.run([argv[0], '--help'], capture_output=True, timeout=120)",   # found: no FileNotFoundError
+        "print(shutil.which('vllm'), argv[0], argv[1], Path(argv[0]).is_file(), Path(sys.executable))",
+    ])
+    km, kc = start_new_kernel(kernel_name=KERNEL, env=env, startup_timeout=120)
+    out = []
+    try:
+        reply = kc.execute_interactive(code, timeout=180, output_hook=lambda m: out.append(
+            m["content"].get("text", "") if m["msg_type"] == "stream" else
+            "".join(m["content"].get("traceback", [])) if m["msg_type"] == "error" else ""))
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    text = "".join(out)
+    assert reply["content"]["status"] == "ok", text
+    which, script, verb, exists, exe = text.split()
+    assert which == "None", "the kernel's PATH must not have a vllm: that is the case under test"
+    assert script == str(python.with_name("vllm")) and verb == "serve" and exists == "True"
+    assert exe == str(python)
+
+
+def test_make_jupyter_keeps_allow_root_with_the_documented_options():
+    opts = "--port 6006 --ip 127.0.0.1"
+    dry = subprocess.run(["make", "-n", "-W", ".venv/.installed", "jupyter", "USER_ID=0", f"JUPYTER_OPTS={opts}"],
+                         cwd=REPO, capture_output=True, text=True, check=True).stdout
+    line = next(x for x in dry.splitlines() if "jupyter lab" in x)
+    assert f"--allow-root {opts}" in line
+    as_user = subprocess.run(["make", "-n", "-W", ".venv/.installed", "jupyter", "USER_ID=1000"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout
+    assert "--allow-root" not in as_user
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs JupyterLab as root: CI and AutoDL are root, this user is not")
+@pytest.mark.skipif(not (REPO / ".venv" / "bin" / "jupyter").exists(), reason="needs the live venv (make setup)")
+def test_make_jupyter_as_root_with_custom_options_starts():
+    import requests
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    tag = processes.new_tag()
+    opts = f"--port {port} --ip 127.0.0.1 --no-browser --IdentityProvider.token=course-test"
+    proc = subprocess.Popen(["make", "--no-print-directory", "jupyter", f"JUPYTER_OPTS={opts}"], cwd=REPO,
+                            env=processes.with_tag(os.environ, tag), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/api", timeout=2).status_code == 200:
+                    break
+            except requests.RequestException:
+                time.sleep(0.5)
+        assert proc.poll() is None, f"make jupyter exited: {proc.stderr.read().decode()[-800:]}"
+        assert requests.get(f"http://127.0.0.1:{port}/api", timeout=5).status_code == 200
+    finally:
+        processes.stop(proc.pid, pgid=proc.pid, tag=tag)
+        proc.wait(timeout=10)
+    assert processes.find(tag=tag) == []
+
+
+def test_the_stand_in_nvidia_smi_is_not_on_the_machines_path():
+    # make's EXTRA (cpu or gpu extra) asks `nvidia-smi -L`; the stand-in must only ever be put on PATH on purpose
+    assert shutil.which("nvidia-smi") is None or Path(shutil.which("nvidia-smi")).parent != FAKES
