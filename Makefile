@@ -17,7 +17,7 @@ NBVAL := --nbval
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
 .PHONY: test-rehearsal
-.PHONY: bench-scale setup run record test test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-sibling tiny-ranks eval demo bench-labs clean
+.PHONY: coverage-gpu bench-scale setup run record test test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-sibling tiny-ranks eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
@@ -117,12 +117,33 @@ test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/
 	@rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/labs $(REHEARSAL)/recordings && cp -r data/recordings/tiny $(REHEARSAL)/recordings/
 	$(call timed,PATH="$(CURDIR)/tests/fakes:$$PATH" COURSE_RECORDINGS_DIR="$(CURDIR)/$(REHEARSAL)/recordings" \
 	  $(MAKE) --no-print-directory record PROFILE=rehearsal RECORD_DIR=$(REHEARSAL)/labs EXTRA=$(EXTRA) \
-	  && test -f $(REHEARSAL)/labs/06_self_test.ipynb && test ! -f $(REHEARSAL)/labs/07_scale_out.ipynb)
+	  && COURSE_CHECK_REHEARSAL=1 $(VENV)/bin/python -m pytest -q -rs tests/test_lab_branches.py)
+
+# Coverage of the course's own code (course_utils/, labs/*.py) over the suites of `make test`, run again with
+# coverage in every process they start (not in `make test`: it is all of them again, slower). A .pth file in each
+# venv calls coverage.process_startup(), which acts only while COVERAGE_PROCESS_START is set (kernels, servers,
+# engine processes, Ray workers inherit it); the files are removed afterwards. tests/coverage_gpu.py then lists
+# every function with unexecuted lines and fails on one missing from tests/coverage_allowlist.py (each entry: why
+# no suite here can run it, mostly "only a real GPU").
+COVERAGE_DIR := build/coverage
+COVERAGE_ENV = COVERAGE_PROCESS_START=$(CURDIR)/pyproject.toml COURSE_COVERAGE_DIR=$(CURDIR)/$(COVERAGE_DIR) \
+  COURSE_REPO_DIR=$(CURDIR)
+PTH = $$($$v/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/course-coverage.pth
+coverage-gpu: setup $(READ_VENV)/.instructor  ## every line of the course's code the suites run, against the allowlist
+	@rm -rf $(COVERAGE_DIR) && mkdir -p $(COVERAGE_DIR)
+	@for v in $(VENV) $(READ_VENV); do echo "import coverage; coverage.process_startup()" > "$(PTH)"; done
+	-$(COVERAGE_ENV) $(MAKE) --no-print-directory -k test-unit test-replay test-live test-rehearsal test-nbgrader \
+	  2>&1 | tee $(COVERAGE_DIR)/suites.log
+	@for v in $(VENV) $(READ_VENV); do rm -f "$(PTH)"; done
+	$(COVERAGE_ENV) $(VENV)/bin/python -m coverage combine --rcfile=pyproject.toml -q
+	$(COVERAGE_ENV) $(VENV)/bin/python -m coverage json --rcfile=pyproject.toml -q -o $(COVERAGE_DIR)/coverage.json
+	@grep -E "^== test-[a-z]+: " $(COVERAGE_DIR)/suites.log || true
+	$(VENV)/bin/python tests/coverage_gpu.py $(COVERAGE_DIR)/coverage.json
 
 # The course's GPU baseline. Static: its source is read as text and AST, never imported.
 VLLM_BASELINE ?= 0.26.0
 check-vllm-api: $(READ_VENV)/.installed  ## every vLLM name the labs and course_utils use, checked against the vllm==0.26.0 wheel
-	$(call timed,$(READ_VENV)/bin/python -m course_utils.vllm_api --wheel $(VLLM_BASELINE) $(API_OPTS))
+	$(call timed,$(READ_VENV)/bin/python -m course_utils.vllm_api --wheel $(VLLM_BASELINE) --require $(API_OPTS))
 
 # Instructors grade the exercises with nbgrader (the `instructor` extra, installed into the read-mode venv).
 $(READ_VENV)/.instructor: $(READ_VENV)/.installed pyproject.toml

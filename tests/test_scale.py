@@ -143,5 +143,5 @@ def test_on_a_gpu_profile_lab07_says_why_and_opens_the_cpu_recording(monkeypatch
     finally:
         session.set_current(None)
     out = capsys.readouterr().out
-    assert "profile 'qwen7b'" in out and "a 4090 holds one 7B replica." in out
-    assert "Runs live here: nothing in 07_scale_out" in out and "make setup" in out
+    assert "配置 'qwen7b'" in out and "a 4090 holds one 7B replica." in out
+    assert "这里现场运行的：07_scale_out 里什么都不跑" in out and "make setup" in out
