@@ -71,9 +71,9 @@ class Profile:
         """True (after saying so) where ``what`` needs the tiny base and this profile serves another one."""
         if self.tiny_world:
             return False
-        print(f"skipped on profile {self.name!r}: {what} uses adapters trained for the course's tiny base, which "
-              f"do not fit {Path(self.base_model).name}. Run it with COURSE_PROFILE=tiny (CPU), or read the "
-              f"recorded run.")
+        print(f"{self.name} 配置跳过这一步（{what}）：它用的 adapter 是为课程的 tiny 基座训练的，"
+              f"放不进 {Path(self.base_model).name}。要运行它，请用 COURSE_PROFILE=tiny（CPU），"
+              f"或看录制的结果。")
         return True
 
     @property

@@ -113,4 +113,4 @@ def test_demonstrations_for_the_tiny_base_say_plainly_when_they_skip(capsys):
     qwen = PROFILES["qwen7b"]()
     assert not qwen.tiny_world and qwen.skips("the rank sweep")
     said = capsys.readouterr().out
-    assert "skipped on profile 'qwen7b'" in said and "COURSE_PROFILE=tiny" in said
+    assert "qwen7b 配置跳过这一步（the rank sweep）" in said and "COURSE_PROFILE=tiny" in said

@@ -15,6 +15,7 @@ import zipfile
 import pytest
 
 from course_utils import vllm_api as api
+from course_utils.vllm_api import cli
 
 FAKE_VLLM = {
     "vllm/__init__.py": 'MODULE_ATTRS = {"LLM": ".entrypoints.llm:LLM", "SamplingParams": ".sampling_params:SamplingParams"}\n',
@@ -350,7 +351,7 @@ def test_require_makes_a_missing_source_tree_fail(monkeypatch, capsys, error):
     def unavailable(version):
         raise error
 
-    monkeypatch.setattr(api, "wheel_source", unavailable)
+    monkeypatch.setattr(cli, "wheel_source", unavailable)     # where main() looks it up
     assert api.main(["--wheel", "0.0.1"]) == 0
     assert "skipped" in capsys.readouterr().out
     assert api.main(["--wheel", "0.0.1", "--require"]) == 1

@@ -63,12 +63,12 @@ A name is *found* when the tree defines it:
 ``LoRAModelManager.max_loras``).
 
 The package reads top to bottom: :mod:`.names` (what the checker knows by name), :mod:`.course`
-(collecting the names from the course), :mod:`.tree` (looking them up in vLLM's source), :mod:`.check`
+(collecting the names from the course), :mod:`.tree` (looking them up in vLLM's source), :mod:`.cli`
 (the check and its command line).
 """
 
 from ..paths import REPO
-from .check import check, installed_root, main, source_tree, wheel_source
+from .cli import check, installed_root, main, source_tree, wheel_source
 from .course import Collector, Use, _drop_prefixes, collect, collect_code, shell_flags
 from .names import CLASSES, ENGINE_ARGS, SHOWN_ABSENT, TYPES
 from .tree import Tree
