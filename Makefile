@@ -122,15 +122,18 @@ test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/
 # Coverage of the course's own code (course_utils/, labs/*.py) over the suites of `make test`, run again with
 # coverage in every process they start (not in `make test`: it is all of them again, slower). A .pth file in each
 # venv calls coverage.process_startup(), which acts only while COVERAGE_PROCESS_START is set (kernels, servers,
-# engine processes, Ray workers inherit it); the files are removed afterwards. tests/coverage_gpu.py then lists
+# engine processes, Ray workers inherit it); the files are removed afterwards. nbval stops its kernels with SIGKILL,
+# which leaves no time to save: an IPython startup file (tests/coverage_kernel_startup.py, via IPYTHONDIR) saves
+# a kernel's data after every cell. tests/coverage_gpu.py then lists
 # every function with unexecuted lines and fails on one missing from tests/coverage_allowlist.py (each entry: why
 # no suite here can run it, mostly "only a real GPU").
 COVERAGE_DIR := build/coverage
 COVERAGE_ENV = COVERAGE_PROCESS_START=$(CURDIR)/pyproject.toml COURSE_COVERAGE_DIR=$(CURDIR)/$(COVERAGE_DIR) \
-  COURSE_REPO_DIR=$(CURDIR)
+  COURSE_REPO_DIR=$(CURDIR) IPYTHONDIR=$(CURDIR)/$(COVERAGE_DIR)/ipython
 PTH = $$($$v/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/course-coverage.pth
 coverage-gpu: setup $(READ_VENV)/.instructor  ## every line of the course's code the suites run, against the allowlist
-	@rm -rf $(COVERAGE_DIR) && mkdir -p $(COVERAGE_DIR)
+	@rm -rf $(COVERAGE_DIR) && mkdir -p $(COVERAGE_DIR)/ipython/profile_default/startup
+	@cp tests/coverage_kernel_startup.py $(COVERAGE_DIR)/ipython/profile_default/startup/00-coverage.py
 	@for v in $(VENV) $(READ_VENV); do echo "import coverage; coverage.process_startup()" > "$(PTH)"; done
 	-$(COVERAGE_ENV) $(MAKE) --no-print-directory -k test-unit test-replay test-live test-rehearsal test-nbgrader \
 	  2>&1 | tee $(COVERAGE_DIR)/suites.log

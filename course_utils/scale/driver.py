@@ -154,7 +154,11 @@ def main() -> int:
         stop()
         sys.stderr.flush()
         # Ray is stopped: leave without the interpreter's exit handlers, which can hang or abort once Ray's
-        # core worker is gone (the kernel waits for this process to end).
+        # core worker is gone (the kernel waits for this process to end). Under make coverage-gpu, save first:
+        # os._exit skips coverage's own exit handler.
+        cov = sys.modules["coverage"].Coverage.current() if "coverage" in sys.modules else None
+        if cov is not None:
+            cov.save()
         os._exit(0)
 
 
