@@ -5,39 +5,38 @@ them. Reasons say which hardware, target or gap stands in the way: "GPU:" and "A
 machine; "separate target/suite" names the command that runs it; "not measured" is code that runs in a suite
 but in a process whose coverage data is lost; "CPU branch" is an edge or error path no measured process took.
 
-Measured with ``make coverage-gpu`` on 2026-12-03: 6451 of 7403 lines executed. That run did NOT measure the lab
-kernels (nbval kills them with SIGKILL before coverage saves) nor Lab 07's Ray driver (os._exit); both are fixed
-since (tests/coverage_kernel_startup.py saves after every cell; the driver saves before os._exit). The next run
-executes more: tests/coverage_gpu.py then lists the entries to remove, and this file shrinks.
-"""
+Measured with ``make coverage-gpu`` on 2026-12-03 (main at aad9a12), the first run that measures the lab kernels
+(tests/coverage_kernel_startup.py saves after every cell: nbval kills kernels with SIGKILL) and Lab 07's Ray driver
+(it saves before os._exit): 6602 of 7430 lines executed; the entries below are every function with a line no
+suite ran. Ray Serve's replica processes are still not measured (Ray kills them)."""
 
 ALLOWED: dict[str, str] = {
     'course_utils/adapters.py::AdapterInfo.scaling':
-        "CPU branch no measured process took (1 lines; first: 'return self.alpha / self.rank'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return self.alpha / self.rank'): an edge or error path a unit test could take",
     'course_utils/adapters.py::_check_fits_base':
-        "CPU branch no measured process took (3 lines; first: 'except ConfigError as e:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (3 lines; first: 'except ConfigError as e:'): an edge or error path a unit test could take",
     'course_utils/adapters.py::_lora_modules':
-        'CPU branch no measured process took (1 lines; first: \'raise AdapterError(f"adapter {name!r}: {tname} in {weights} has shape {tensors[tname][\\\'sha\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise AdapterError(f"adapter {name!r}: {tname} in {weights} has shape {tensors[tname][\\\'sha\'): an edge or error path a unit test could take',
     'course_utils/adapters.py::_read_adapter':
-        'CPU branch no measured process took (5 lines; first: \'if (path / "adapter_model.bin").is_file():\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (5 lines; first: \'if (path / "adapter_model.bin").is_file():\'): an edge or error path a unit test could take',
     'course_utils/adapters.py::_read_config':
-        'CPU branch no measured process took (2 lines; first: \'raise AdapterError(f"adapter {name!r}: {cfg_file} holds a JSON {type(cfg).__name__}, not a\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (2 lines; first: \'raise AdapterError(f"adapter {name!r}: {cfg_file} holds a JSON {type(cfg).__name__}, not a\'): an edge or error path a unit test could take',
     'course_utils/adapters.py::_safetensors_header':
-        'CPU branch no measured process took (2 lines; first: \'raise AdapterError(f"{path} is not a safetensors file (too short); re-save or re-download \'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (2 lines; first: \'raise AdapterError(f"{path} is not a safetensors file (too short); re-save or re-download \'): an edge or error path a unit test could take',
     'course_utils/adapters.py::_storage':
-        "CPU branch no measured process took (2 lines; first: 'except (OSError, ValueError):'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except (OSError, ValueError):'): an edge or error path a unit test could take",
     'course_utils/adapters.py::_weight_files':
-        'CPU branch no measured process took (1 lines; first: \'return [base_dir / f for f in sorted(set(json.loads(index.read_text())["weight_map"].value\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return [base_dir / f for f in sorted(set(json.loads(index.read_text())["weight_map"].value\'): an edge or error path a unit test could take',
     'course_utils/adapters.py::read_safetensors_header':
-        "CPU branch no measured process took (2 lines; first: 'except (ValueError, KeyError, TypeError, AttributeError) as e:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except (ValueError, KeyError, TypeError, AttributeError) as e:'): an edge or error path a unit test could take",
     'course_utils/adapters.py::targets_module':
-        "CPU branch no measured process took (1 lines; first: 'return False'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return False'): an edge or error path a unit test could take",
     'course_utils/budget.py::<module>':
         "separate command: python -m course_utils.budget prints the README's budget tables",
     'course_utils/budget.py::lab_work':
-        "CPU branch no measured process took (1 lines; first: 'return work'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return work'): an edge or error path a unit test could take",
     'course_utils/chat.py::template_of':
-        'CPU branch no measured process took (1 lines; first: \'raise FileNotFoundError(f"no chat template in {folder} (chat_template.jinja or tokenizer_c\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise FileNotFoundError(f"no chat template in {folder} (chat_template.jinja or tokenizer_c\'): an edge or error path a unit test could take',
     'course_utils/engine/bench.py::<module>':
         'separate target: make bench (tokens/s, base vs mixed adapters); not in make test',
     'course_utils/engine/bench.py::main':
@@ -67,11 +66,11 @@ ALLOWED: dict[str, str] = {
     'course_utils/engine/opbench.py::_ints':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::_span':
-        'CPU branch no measured process took (1 lines; first: \'return "n/a"\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return "n/a"\'): an edge or error path a unit test could take',
     'course_utils/engine/opbench.py::command_line':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::load_run':
-        'CPU branch no measured process took (1 lines; first: \'raise OpBenchError(f"no recorded {what} at {Path(path).name}; make it with `make {make_tar\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise OpBenchError(f"no recorded {what} at {Path(path).name}; make it with `make {make_tar\'): an edge or error path a unit test could take',
     'course_utils/engine/opbench.py::main':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::plot':
@@ -85,37 +84,37 @@ ALLOWED: dict[str, str] = {
     'course_utils/engine/opbench.py::sweep':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::verdicts':
-        "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take",
     'course_utils/engine/schedtrace.py::drive':
-        "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take",
     'course_utils/engine/schedtrace.py::gantt':
-        "CPU branch no measured process took (2 lines; first: 'continue'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'continue'): an edge or error path a unit test could take",
     'course_utils/engine/source.py::Located.__str__':
-        'CPU branch no measured process took (1 lines; first: \'return self.header() + ("\\\\n" + self.source if self.found else "")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return self.header() + ("\\\\n" + self.source if self.found else "")\'): an edge or error path a unit test could take',
     'course_utils/engine/source.py::Located._repr_markdown_':
-        "CPU branch no measured process took (1 lines; first: 'return self.markdown()'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return self.markdown()'): an edge or error path a unit test could take",
     'course_utils/engine/source.py::Located.header':
-        'CPU branch no measured process took (3 lines; first: \'if self.status == "found":\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (3 lines; first: \'if self.status == "found":\'): an edge or error path a unit test could take',
     'course_utils/engine/source.py::Located.markdown':
-        'CPU branch no measured process took (2 lines; first: \'head += f"; {self.note}"\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (2 lines; first: \'head += f"; {self.note}"\'): an edge or error path a unit test could take',
     'course_utils/engine/source.py::_attribute_docs':
-        "CPU branch no measured process took (2 lines; first: 'except (OSError, TypeError):'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except (OSError, TypeError):'): an edge or error path a unit test could take",
     'course_utils/engine/source.py::_class_parts':
-        "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take",
     'course_utils/engine/source.py::_locate_in_file':
-        "CPU branch no measured process took (2 lines; first: 'except Exception: # noqa: BLE001'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except Exception: # noqa: BLE001'): an edge or error path a unit test could take",
     'course_utils/engine/source.py::_plain':
-        "CPU branch no measured process took (1 lines; first: 'return repr(v)'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return repr(v)'): an edge or error path a unit test could take",
     'course_utils/engine/source.py::_related':
-        "CPU branch no measured process took (2 lines; first: 'except AttributeError:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except AttributeError:'): an edge or error path a unit test could take",
     'course_utils/engine/source.py::_relative_file':
-        'CPU branch no measured process took (1 lines; first: \'return ""\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return ""\'): an edge or error path a unit test could take',
     'course_utils/engine/source.py::_resolve':
-        "CPU branch no measured process took (1 lines; first: 'obj = obj.__func__'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'obj = obj.__func__'): an edge or error path a unit test could take",
     'course_utils/engine/source.py::dataclass_fields':
-        'CPU branch no measured process took (1 lines; first: \'default = "(required)"\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'default = "(required)"\'): an edge or error path a unit test could take',
     'course_utils/engine/source.py::locate':
-        "CPU branch no measured process took (4 lines; first: 'except Exception: # noqa: BLE001'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (4 lines; first: 'except Exception: # noqa: BLE001'): an edge or error path a unit test could take",
     'course_utils/engine/widebench.py::<module>':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
     'course_utils/engine/widebench.py::build_wide':
@@ -129,37 +128,37 @@ ALLOWED: dict[str, str] = {
     'course_utils/engine/widebench.py::save':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
     'course_utils/exercises.py::_curl_parts':
-        'CPU branch no measured process took (1 lines; first: \'parts["headers"].setdefault("content-type", "application/json")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'parts["headers"].setdefault("content-type", "application/json")\'): an edge or error path a unit test could take',
     'course_utils/exercises.py::_judge_config':
-        'CPU branch no measured process took (2 lines; first: \'return False, \\\'answer a dict: {"max_lora_rank": ..., "max_loras": ...}.\\\'\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (2 lines; first: \'return False, \\\'answer a dict: {"max_lora_rank": ..., "max_loras": ...}.\\\'\'): an edge or error path a unit test could take',
     'course_utils/exercises.py::_judge_curl_load':
-        'CPU branch no measured process took (8 lines; first: \'return False, "answer the curl command as a string (start it with curl)."\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (8 lines; first: \'return False, "answer the curl command as a string (start it with curl)."\'): an edge or error path a unit test could take',
     'course_utils/exercises.py::_judge_indices':
-        'CPU branch no measured process took (2 lines; first: \'return False, "answer a list of integers, one per token."\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (2 lines; first: \'return False, "answer a list of integers, one per token."\'): an edge or error path a unit test could take',
     'course_utils/exercises.py::_judge_max_loras':
-        'CPU branch no measured process took (1 lines; first: \'return False, f"not {answer}: count the distinct adapters in the batch."\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return False, f"not {answer}: count the distinct adapters in the batch."\'): an edge or error path a unit test could take',
     'course_utils/exercises.py::_judge_merged_disk':
-        'CPU branch no measured process took (1 lines; first: \'return False, "that is runtime LoRA (one base + four adapters); merged means one full mode\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return False, "that is runtime LoRA (one base + four adapters); merged means one full mode\'): an edge or error path a unit test could take',
     'course_utils/exercises.py::_judge_rank':
-        'CPU branch no measured process took (1 lines; first: \'return False, f"not {answer}: pick from {\\\', \\\'.join(map(str, MAX_LORA_RANKS))}."\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return False, f"not {answer}: pick from {\\\', \\\'.join(map(str, MAX_LORA_RANKS))}."\'): an edge or error path a unit test could take',
     'course_utils/exercises.py::_judge_request_body':
-        'CPU branch no measured process took (1 lines; first: \'return False, \\\'messages: a list of {"role": ..., "content": ...}, the last one {"role": "u\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return False, \\\'messages: a list of {"role": ..., "content": ...}, the last one {"role": "u\'): an edge or error path a unit test could take',
     'course_utils/exercises.py::_judge_requests':
-        'CPU branch no measured process took (1 lines; first: \'return False, f"row {i}: id {g[1]} belongs to {w[0]!r}; the same id under another name sti\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return False, f"row {i}: id {g[1]} belongs to {w[0]!r}; the same id under another name sti\'): an edge or error path a unit test could take',
     'course_utils/exercises.py::_judge_scaling':
-        'CPU branch no measured process took (1 lines; first: \'return False, f"not {answer}: divide lora_alpha by r."\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return False, f"not {answer}: divide lora_alpha by r."\'): an edge or error path a unit test could take',
     'course_utils/exercises.py::_judge_steps_03':
-        'CPU branch no measured process took (1 lines; first: \'return False, (f"not {answer}: count the waves (adapters / max_loras, rounded up) and mult\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return False, (f"not {answer}: count the waves (adapters / max_loras, rounded up) and mult\'): an edge or error path a unit test could take',
     'course_utils/exercises.py::merged_disk_answer':
-        'CPU branch no measured process took (1 lines; first: \'return memory.full_finetunes_vs_adapters(QWEN, n=n, rank=16)["full_copies"] / 1e9\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return memory.full_finetunes_vs_adapters(QWEN, n=n, rank=16)["full_copies"] / 1e9\'): an edge or error path a unit test could take',
     'course_utils/gpu/checks.py::gpu_verdict':
-        "CPU branch no measured process took (2 lines; first: 'except ValueError as e:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except ValueError as e:'): an edge or error path a unit test could take",
     'course_utils/gpu/checks.py::main':
-        "CPU branch no measured process took (2 lines; first: 'except ValueError as e:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except ValueError as e:'): an edge or error path a unit test could take",
     'course_utils/gpu/checks.py::parse_df':
-        'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"unexpected df line: {rows[-1]!r}")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"unexpected df line: {rows[-1]!r}")\'): an edge or error path a unit test could take',
     'course_utils/gpu/checks.py::parse_smi_csv':
-        'CPU branch no measured process took (2 lines; first: \'raise ValueError(f"unexpected memory.total {mem!r} in {line!r}")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (2 lines; first: \'raise ValueError(f"unexpected memory.total {mem!r} in {line!r}")\'): an edge or error path a unit test could take',
     'course_utils/gpu/download.py::_adapter_files':
         'AutoDL: downloads from ModelScope/Hugging Face mirrors, unreachable here; the plan, checks and file checks are unit-tested in test_autodl.py',
     'course_utils/gpu/download.py::_model_files':
@@ -203,23 +202,21 @@ ALLOWED: dict[str, str] = {
     'course_utils/grading.py::course':
         'separate target: make nbgrader-course and the grading CLI; test-nbgrader calls the functions directly',
     'course_utils/grading.py::exercises':
-        'CPU branch no measured process took (2 lines; first: \'raise ValueError(f"cell {i} is tagged exercise-check but does not call cu.exercises.check(\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (2 lines; first: \'raise ValueError(f"cell {i} is tagged exercise-check but does not call cu.exercises.check(\'): an edge or error path a unit test could take',
     'course_utils/grading.py::main':
         'separate target: make nbgrader-course and the grading CLI; test-nbgrader calls the functions directly',
     'course_utils/grading.py::source_version':
-        'CPU branch no measured process took (1 lines; first: \'raise KeyError(f"no reference answer for exercise {ex[\\\'name\\\']!r}")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise KeyError(f"no reference answer for exercise {ex[\\\'name\\\']!r}")\'): an edge or error path a unit test could take',
     'course_utils/grading.py::tag':
-        'CPU branch no measured process took (1 lines; first: \'meta["nbgrader"], changed = want, True\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'meta["nbgrader"], changed = want, True\'): an edge or error path a unit test could take',
     'course_utils/lab.py::_key_value':
-        "CPU branch no measured process took (1 lines; first: 'return [_key_value(v) for v in value]'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return [_key_value(v) for v in value]'): an edge or error path a unit test could take",
     'course_utils/lab.py::_source_digest':
-        "CPU branch no measured process took (2 lines; first: 'except (OSError, TypeError): # defined where no source is kept (e.g. a plain `python -c`)'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except (OSError, TypeError): # defined where no source is kept (e.g. a plain `python -c`)'): an edge or error path a unit test could take",
     'course_utils/lab.py::_use_replay_vllm':
-        'CPU branch no measured process took (1 lines; first: \'raise ProfileError("the real vLLM is already imported in this kernel; restart the kernel t\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
-    'course_utils/lab.py::detect_mode':
-        'edge: the replay fallback when vLLM is missing and COURSE_MODE is unset; every suite sets COURSE_MODE',
+        'CPU branch no measured process took (1 lines; first: \'raise ProfileError("the real vLLM is already imported in this kernel; restart the kernel t\'): an edge or error path a unit test could take',
     'course_utils/lab.py::timer.__exit__':
-        "CPU branch no measured process took (1 lines; first: 'return False'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return False'): an edge or error path a unit test could take",
     'course_utils/labtime.py::<module>':
         'separate target: make bench-labs (wall time of every lab); not in make test',
     'course_utils/labtime.py::main':
@@ -229,93 +226,93 @@ ALLOWED: dict[str, str] = {
     'course_utils/memory/figures.py::explorer.redraw':
         "separate suite: make test-browser moves the knob in Chromium (not in make coverage-gpu's suites)",
     'course_utils/memory/measure.py::_punica_bytes_of':
-        'CPU branch no measured process took (1 lines; first: \'raise MemoryModelError("the engine\\\'s model has no lora_manager, so it holds no Punica wrap\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise MemoryModelError("the engine\\\'s model has no lora_manager, so it holds no Punica wrap\'): an edge or error path a unit test could take',
     'course_utils/memory/measure.py::_weight_bytes_of':
         "exported for students; no lab or test calls it (Lab 02 compares vLLM's own weight figure)",
     'course_utils/memory/measure.py::engine_model':
-        'CPU branch no measured process took (1 lines; first: \'raise MemoryModelError("no model found at model_executor.driver_worker.worker.model_runner\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise MemoryModelError("no model found at model_executor.driver_worker.worker.model_runner\'): an edge or error path a unit test could take',
     'course_utils/memory/measure.py::measure_weight_bytes':
         "exported for students; no lab or test calls it (Lab 02 compares vLLM's own weight figure)",
     'course_utils/memory/model.py::KVCache.max_concurrency':
-        "CPU branch no measured process took (1 lines; first: 'return self.num_blocks / self.blocks_per_seq'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return self.num_blocks / self.blocks_per_seq'): an edge or error path a unit test could take",
     'course_utils/memory/model.py::Layout.used_before_kv':
-        "CPU branch no measured process took (1 lines; first: 'return self.weights + self.lora_buffers + self.punica + self.activation + self.non_torch +'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return self.weights + self.lora_buffers + self.punica + self.activation + self.non_torch +'): an edge or error path a unit test could take",
     'course_utils/memory/model.py::_adapter_entries':
-        "CPU branch no measured process took (4 lines; first: 'elif isinstance(ad, dict):'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (4 lines; first: 'elif isinstance(ad, dict):'): an edge or error path a unit test could take",
     'course_utils/memory/model.py::_awq_settings':
-        'CPU branch no measured process took (3 lines; first: \'raise MemoryModelError(f"quantization {q.get(\\\'quant_method\\\')!r} in the config is not model\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (3 lines; first: \'raise MemoryModelError(f"quantization {q.get(\\\'quant_method\\\')!r} in the config is not model\'): an edge or error path a unit test could take',
     'course_utils/memory/model.py::awq_linear_bytes':
-        'CPU branch no measured process took (2 lines; first: \'raise MemoryModelError(f"AWQ with {bits} bits: vLLM supports 4-bit AWQ only.")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (2 lines; first: \'raise MemoryModelError(f"AWQ with {bits} bits: vLLM supports 4-bit AWQ only.")\'): an edge or error path a unit test could take',
     'course_utils/memory/model.py::plan':
-        'CPU branch no measured process took (2 lines; first: \'raise MemoryModelError(f"max_loras={max_loras}: vLLM needs max_loras >= 1.")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (2 lines; first: \'raise MemoryModelError(f"max_loras={max_loras}: vLLM needs max_loras >= 1.")\'): an edge or error path a unit test could take',
     'course_utils/memory/model.py::verify_adapter_size':
-        "CPU branch no measured process took (5 lines; first: 'base = info.base_model_name'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (5 lines; first: 'base = info.base_model_name'): an edge or error path a unit test could take",
     'course_utils/paths.py::find_repo':
-        'CPU branch no measured process took (8 lines; first: \'env = os.environ.get("COURSE_REPO")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (8 lines; first: \'env = os.environ.get("COURSE_REPO")\'): an edge or error path a unit test could take',
     'course_utils/paths.py::models_dir':
         'AutoDL: /root/autodl-tmp exists only on an AutoDL instance (test_autodl.py sets the folder)',
     'course_utils/paths.py::read_paths_file':
-        "CPU branch no measured process took (3 lines; first: 'except ValueError as e:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (3 lines; first: 'except ValueError as e:'): an edge or error path a unit test could take",
     'course_utils/paths.py::require_checkout':
-        "CPU branch no measured process took (1 lines; first: 'raise CheckoutError('): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'raise CheckoutError('): an edge or error path a unit test could take",
     'course_utils/processes.py::_cmdline_of':
-        "CPU branch no measured process took (2 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take",
     'course_utils/processes.py::_never':
-        "CPU branch no measured process took (2 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take",
     'course_utils/processes.py::_running':
-        "CPU branch no measured process took (4 lines; first: 'except psutil.NoSuchProcess:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (4 lines; first: 'except psutil.NoSuchProcess:'): an edge or error path a unit test could take",
     'course_utils/processes.py::_signal':
-        "CPU branch no measured process took (2 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take",
     'course_utils/processes.py::alive':
-        "CPU branch no measured process took (2 lines; first: 'except psutil.AccessDenied:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except psutil.AccessDenied:'): an edge or error path a unit test could take",
     'course_utils/processes.py::find':
-        "CPU branch no measured process took (6 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (6 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take",
     'course_utils/processes.py::sockets':
-        "CPU branch no measured process took (2 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take",
     'course_utils/profiles.py::Profile.adapter':
-        "CPU branch no measured process took (1 lines; first: 'raise ProfileError('): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'raise ProfileError('): an edge or error path a unit test could take",
     'course_utils/profiles.py::cuda_available':
         'GPU: torch.cuda.is_available() with a CUDA build of torch; the /dev/nvidia0 and nvidia-smi sides are unit-tested',
     'course_utils/replay/keys.py::prompts':
-        "CPU branch no measured process took (1 lines; first: 'return dict(p)'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return dict(p)'): an edge or error path a unit test could take",
     'course_utils/replay/keys.py::sampling':
-        "CPU branch no measured process took (1 lines; first: 'return [sampling(s) for s in sp]'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return [sampling(s) for s in sp]'): an edge or error path a unit test could take",
     'course_utils/replay/portable.py::portable':
-        "CPU branch no measured process took (1 lines; first: 'return portable(str(obj))'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return portable(str(obj))'): an edge or error path a unit test could take",
     'course_utils/replay/session.py::Session.__init__':
-        'CPU branch no measured process took (2 lines; first: \'raise ValueError(f"mode must be \\\'live\\\' or \\\'replay\\\', not {mode!r}")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (2 lines; first: \'raise ValueError(f"mode must be \\\'live\\\' or \\\'replay\\\', not {mode!r}")\'): an edge or error path a unit test could take',
     'course_utils/replay/session.py::Session.fact':
-        'CPU branch no measured process took (1 lines; first: \'raise ReplayMiss(f"read mode: the fact {name!r} was not recorded in {_shown(self.path)}; "\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise ReplayMiss(f"read mode: the fact {name!r} was not recorded in {_shown(self.path)}; "\'): an edge or error path a unit test could take',
     'course_utils/replay/session.py::Session.run':
-        'CPU branch no measured process took (1 lines; first: \'raise RuntimeError("live mode needs a function to run")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise RuntimeError("live mode needs a function to run")\'): an edge or error path a unit test could take',
     'course_utils/replay/session.py::close_cassettes':
-        "CPU branch no measured process took (1 lines; first: 's.leave_cell()'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 's.leave_cell()'): an edge or error path a unit test could take",
     'course_utils/replay/session.py::current':
-        'CPU branch no measured process took (1 lines; first: \'raise RuntimeError("no lab session: call course_utils.start(\\\'<lab name>\\\') first")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise RuntimeError("no lab session: call course_utils.start(\\\'<lab name>\\\') first")\'): an edge or error path a unit test could take',
     'course_utils/replay/session.py::hardware_description':
         'GPU: names the CUDA device (torch.cuda.get_device_properties)',
     'course_utils/replay/session.py::installed_vllm_version':
-        "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",
     'course_utils/replay/stale.py::_shown':
-        "CPU branch no measured process took (2 lines; first: 'except ValueError:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except ValueError:'): an edge or error path a unit test could take",
     'course_utils/replay/stale.py::main':
-        'CPU branch no measured process took (3 lines; first: \'print(profile, " ".join(current))\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (3 lines; first: \'print(profile, " ".join(current))\'): an edge or error path a unit test could take',
     'course_utils/replay/stale.py::other_profile_report':
-        'CPU branch no measured process took (1 lines; first: \'failures.append(f"{_shown(copy)}: {state} for the stamped recording of {profile!r} "\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'failures.append(f"{_shown(copy)}: {state} for the stamped recording of {profile!r} "\'): an edge or error path a unit test could take',
     'course_utils/replay/stale.py::problems':
-        'CPU branch no measured process took (2 lines; first: \'return [f"{notebook}: no recording {_shown(rec)}; {fix}"]\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (2 lines; first: \'return [f"{notebook}: no recording {_shown(rec)}; {fix}"]\'): an edge or error path a unit test could take',
     'course_utils/replay/stale.py::recorded_copies':
-        "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take",
     'course_utils/replay/standin.py::LLM.__init__':
-        'CPU branch no measured process took (1 lines; first: \'kwargs = {"model": args[0], **kwargs}\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'kwargs = {"model": args[0], **kwargs}\'): an edge or error path a unit test could take',
     'course_utils/replay/standin.py::SamplingParams.__init__':
-        'CPU branch no measured process took (1 lines; first: \'raise TypeError(f"read mode records only these SamplingParams fields: {\\\', \\\'.join(keys.SAMP\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise TypeError(f"read mode records only these SamplingParams fields: {\\\', \\\'.join(keys.SAMP\'): an edge or error path a unit test could take',
     'course_utils/replay/standin.py::SamplingParams.__repr__':
-        'CPU branch no measured process took (1 lines; first: \'return "SamplingParams(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in keys.SAMPLING_FI\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return "SamplingParams(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in keys.SAMPLING_FI\'): an edge or error path a unit test could take',
     'course_utils/replay/vllm_calls.py::instrument':
-        "CPU branch no measured process took (1 lines; first: 'return'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return'): an edge or error path a unit test could take",
     'course_utils/replay/vllm_calls.py::instrument.init':
-        'CPU branch no measured process took (1 lines; first: \'kwargs = {"model": args[0], **kwargs}\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'kwargs = {"model": args[0], **kwargs}\'): an edge or error path a unit test could take',
     'course_utils/report.py::<module>':
         'separate target: make run prints where the executed labs are; not in make test',
     'course_utils/report.py::main':
@@ -323,8 +320,6 @@ ALLOWED: dict[str, str] = {
     'course_utils/scale/bench.py::<module>':
         'separate target: make bench-scale writes data/recordings/cpu/scale_sweep.json; not in make test',
     'course_utils/scale/bench.py::main':
-        'separate target: make bench-scale writes data/recordings/cpu/scale_sweep.json; not in make test',
-    'course_utils/scale/bench.py::ray_llm_vllm_requirement':
         'separate target: make bench-scale writes data/recordings/cpu/scale_sweep.json; not in make test',
     'course_utils/scale/bench.py::sweep':
         'separate target: make bench-scale writes data/recordings/cpu/scale_sweep.json; not in make test',
@@ -334,33 +329,15 @@ ALLOWED: dict[str, str] = {
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/cluster.py::down':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/cluster.py::run':
-        'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/cluster.py::up':
-        'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/driver.py::<module>':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/driver.py::main':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/driver.py::run':
-        'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/driver.py::stop':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/driver.py::up':
-        'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/driver.py::worker_env':
-        'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/metrics.py::scrape_until':
-        'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/routers.py::<module>':
-        "not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray (it runs in Ray Serve's replicas only)",
-    'course_utils/scale/routers.py::CourseRouter':
-        "not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray (it runs in Ray Serve's replicas only)",
     'course_utils/scale/routers.py::CourseRouter.choose_replicas':
         "not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray (it runs in Ray Serve's replicas only)",
     'course_utils/scale/routers.py::CourseRouter.initialize_state':
-        "not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray (it runs in Ray Serve's replicas only)",
-    'course_utils/scale/serve_app.py::build_app':
         "not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray (it runs in Ray Serve's replicas only)",
     'course_utils/scale/sockets.py::survivors':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
@@ -372,62 +349,60 @@ ALLOWED: dict[str, str] = {
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/store.py::wait_port':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/traffic.py::send':
-        'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/traffic.py::send.one':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/selftest.py::lab03_figures':
-        "CPU branch no measured process took (2 lines; first: 'except Exception: # noqa: BLE001 - the question then says the recording is missing'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except Exception: # noqa: BLE001 - the question then says the recording is missing'): an edge or error path a unit test could take",
     'course_utils/selftest.py::lab05_figures':
-        "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take",
     'course_utils/selftest.py::load':
-        'CPU branch no measured process took (1 lines; first: \'raise RecordingError(f"the self-test quotes {path.relative_to(REPO)}, which does not exist\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise RecordingError(f"the self-test quotes {path.relative_to(REPO)}, which does not exist\'): an edge or error path a unit test could take',
     'course_utils/server/command.py::cli_works':
-        "CPU branch no measured process took (2 lines; first: 'return False'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'return False'): an edge or error path a unit test could take",
     'course_utils/server/command.py::lora_module_arg':
-        'CPU branch no measured process took (1 lines; first: \'return f"{spec[0]}={spec[1]}"\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return f"{spec[0]}={spec[1]}"\'): an edge or error path a unit test could take',
     'course_utils/server/diagnose.py::diagnose':
-        'CPU branch no measured process took (1 lines; first: \'return f"the server exited with code {returncode}; see the log lines above."\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return f"the server exited with code {returncode}; see the log lines above."\'): an edge or error path a unit test could take',
     'course_utils/server/diagnose.py::log_tail':
-        'CPU branch no measured process took (1 lines; first: \'return ""\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return ""\'): an edge or error path a unit test could take',
     'course_utils/server/http.py::RequestsTransport.close':
-        "CPU branch no measured process took (1 lines; first: 'self._session.close()'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'self._session.close()'): an edge or error path a unit test could take",
     'course_utils/server/http.py::shell.live':
-        'CPU branch no measured process took (1 lines; first: \'raise RuntimeError(f"exit {out.returncode}: {out.stderr.strip()}")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise RuntimeError(f"exit {out.returncode}: {out.stderr.strip()}")\'): an edge or error path a unit test could take',
     'course_utils/server/load.py::_burst':
-        "CPU branch no measured process took (2 lines; first: 'except requests.RequestException:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except requests.RequestException:'): an edge or error path a unit test could take",
     'course_utils/server/load.py::_loopback_only':
-        'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"{what} only targets a server on loopback")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"{what} only targets a server on loopback")\'): an edge or error path a unit test could take',
     'course_utils/server/load.py::_recorded':
-        "CPU branch no measured process took (1 lines; first: 'return live()'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return live()'): an edge or error path a unit test could take",
     'course_utils/server/load.py::_run_load':
-        "CPU branch no measured process took (1 lines; first: 'done.set()'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'done.set()'): an edge or error path a unit test could take",
     'course_utils/server/load.py::_run_load.worker':
-        "CPU branch no measured process took (2 lines; first: 'except requests.RequestException as e:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except requests.RequestException as e:'): an edge or error path a unit test could take",
     'course_utils/server/load.py::percentile':
-        "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",
     'course_utils/server/process.py::Server.log_tail':
-        "CPU branch no measured process took (1 lines; first: 'return log_tail(self.log_path, n)'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return log_tail(self.log_path, n)'): an edge or error path a unit test could take",
     'course_utils/server/process.py::_in_jupyter_kernel':
-        "CPU branch no measured process took (2 lines; first: 'except Exception:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except Exception:'): an edge or error path a unit test could take",
     'course_utils/server/process.py::_install_hooks':
-        "CPU branch no measured process took (2 lines; first: 'return'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'return'): an edge or error path a unit test could take",
     'course_utils/server/process.py::_on_signal':
         'edge: a SIGTERM/SIGINT to a kernel holding a server, with no earlier handler; the server tests stop processes by tag instead',
     'course_utils/server/process.py::cleanup_stale':
-        "CPU branch no measured process took (5 lines; first: 'except (OSError, ValueError, KeyError, TypeError):'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (5 lines; first: 'except (OSError, ValueError, KeyError, TypeError):'): an edge or error path a unit test could take",
     'course_utils/server/process.py::port_free':
-        "CPU branch no measured process took (1 lines; first: 'return True'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return True'): an edge or error path a unit test could take",
     'course_utils/server/process.py::runtime_dir':
-        'CPU branch no measured process took (1 lines; first: \'d = Path(os.environ["XDG_RUNTIME_DIR"]) / "multi-lora-course"\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'d = Path(os.environ["XDG_RUNTIME_DIR"]) / "multi-lora-course"\'): an edge or error path a unit test could take',
     'course_utils/server/process.py::serve':
-        "CPU branch no measured process took (1 lines; first: 'return Server(profile, lora_modules, **kw).start()'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return Server(profile, lora_modules, **kw).start()'): an edge or error path a unit test could take",
     'course_utils/tinyworld/checkers.py::Verdict.__bool__':
-        "CPU branch no measured process took (1 lines; first: 'return self.right'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return self.right'): an edge or error path a unit test could take",
     'course_utils/tinyworld/checkers.py::_medical_expected':
-        "CPU branch no measured process took (2 lines; first: 'except KeyError:'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except KeyError:'): an edge or error path a unit test could take",
     'course_utils/tinyworld/checkers.py::check_medical':
-        "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take",
     'course_utils/tinyworld/demo.py::<module>':
         'separate target: make demo (one heterogeneous batch); not in make test',
     'course_utils/tinyworld/demo.py::main':
@@ -441,13 +416,13 @@ ALLOWED: dict[str, str] = {
     'course_utils/tinyworld/quality.py::wrong_examples':
         'separate target: make eval prints the held-out quality table; the quality gate in test-unit calls the rest',
     'course_utils/tinyworld/tasks.py::pool':
-        'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"split must be \\\'train\\\' or \\\'heldout\\\', not {split!r}")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"split must be \\\'train\\\' or \\\'heldout\\\', not {split!r}")\'): an edge or error path a unit test could take',
     'course_utils/tinyworld/trainer.py::<module>':
         "separate target: make tiny-world (full training; test-unit's smoke run trains a small subset with other settings)",
     'course_utils/tinyworld/trainer.py::_train':
         "separate target: make tiny-world (full training; test-unit's smoke run trains a small subset with other settings)",
     'course_utils/tinyworld/trainer.py::batches':
-        'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"{len(encoded)} examples cannot fill a batch of {batch_size}")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"{len(encoded)} examples cannot fill a batch of {batch_size}")\'): an edge or error path a unit test could take',
     'course_utils/tinyworld/trainer.py::encode_pairs':
         "separate target: make tiny-world (full training; test-unit's smoke run trains a small subset with other settings)",
     'course_utils/tinyworld/trainer.py::main':
@@ -465,27 +440,27 @@ ALLOWED: dict[str, str] = {
     'course_utils/vllm_api/cli.py::wheel_source':
         "separate suite: make check-vllm-api (in make test, not in make coverage-gpu's suites) downloads and unpacks the wheel",
     'course_utils/vllm_api/course.py::Collector.visit_Call':
-        "CPU branch no measured process took (3 lines; first: 'for s in _strs(kw.value):'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (3 lines; first: 'for s in _strs(kw.value):'): an edge or error path a unit test could take",
     'course_utils/vllm_api/course.py::collect':
-        "CPU branch no measured process took (2 lines; first: 'except Exception: # noqa: BLE001 - a profile that cannot be built here names no settings'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'except Exception: # noqa: BLE001 - a profile that cannot be built here names no settings'): an edge or error path a unit test could take",
     'course_utils/vllm_api/tree.py::Tree.__init__':
-        'CPU branch no measured process took (1 lines; first: \'raise FileNotFoundError(f"no vllm/__init__.py under {self.root}")\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'raise FileNotFoundError(f"no vllm/__init__.py under {self.root}")\'): an edge or error path a unit test could take',
     'course_utils/vllm_api/tree.py::Tree._annotation':
-        "CPU branch no measured process took (2 lines; first: 'return mod, value.func'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'return mod, value.func'): an edge or error path a unit test could take",
     'course_utils/vllm_api/tree.py::Tree._class_of':
-        "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",
     'course_utils/vllm_api/tree.py::Tree._top':
-        'CPU branch no measured process took (1 lines; first: \'return module, None # module __getattr__: if name == "current_platform"\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (1 lines; first: \'return module, None # module __getattr__: if name == "current_platform"\'): an edge or error path a unit test could take',
     'course_utils/vllm_api/tree.py::Tree.chain_problem':
-        'CPU branch no measured process took (2 lines; first: \'return "" # of something outside vLLM\'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)',
+        'CPU branch no measured process took (2 lines; first: \'return "" # of something outside vLLM\'): an edge or error path a unit test could take',
     'course_utils/vllm_api/tree.py::Tree.has':
-        "CPU branch no measured process took (2 lines; first: 'return False'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'return False'): an edge or error path a unit test could take",
     'course_utils/vllm_api/tree.py::Tree.params':
-        "CPU branch no measured process took (1 lines; first: 'return set()'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return set()'): an edge or error path a unit test could take",
     'course_utils/vllm_api/tree.py::_element':
-        "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",
     'course_utils/vllm_api/tree.py::_unwrap':
-        "CPU branch no measured process took (2 lines; first: 'members = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'members = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]'): an edge or error path a unit test could take",
     'course_utils/vllm_patches.py::_skip_rows_without_adapter.patched':
         'separate target: make bench-lora-e2e times the LoRA ops (the timing side of the patch)',
     'course_utils/vllm_patches.py::enabled':
@@ -493,7 +468,11 @@ ALLOWED: dict[str, str] = {
     'course_utils/vllm_patches.py::grouped':
         'accessor for benchmarks (make bench-lora-e2e); the patch itself runs in every live suite',
     'course_utils/vllm_patches.py::install':
-        "CPU branch no measured process took (2 lines; first: 'return True'): an edge or error path a unit test could take, or lab-kernel code (kernels were not measured in this run)",
+        "CPU branch no measured process took (2 lines; first: 'return True'): an edge or error path a unit test could take",
     'course_utils/vllm_patches.py::op_seconds':
         'separate target: make bench-lora-e2e times the LoRA ops with it',
+    'course_utils/scale/site/sitecustomize.py::_LoopbackReplicaGrpc.find_spec':
+        "not measured: runs inside Ray Serve's replica processes (Lab 07, test-live), which Ray kills, so their coverage data is lost; the driver's side is measured",
+    'course_utils/scale/site/sitecustomize.py::_LoopbackReplicaGrpc.find_spec.exec_module.add_port_loopback':
+        "not measured: runs inside Ray Serve's replica processes (Lab 07, test-live), which Ray kills, so their coverage data is lost; the driver's side is measured",
 }
