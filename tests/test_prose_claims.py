@@ -38,6 +38,12 @@ SELF_TEST = "06"
 
 DIRECTION = re.compile(r"faster|slower|speed-?up|slow-?down|快|慢|下降|上升|提高|降低|加速|吃亏|变长|变短|"
                        r"越大|越小|越多|越少|比 float32 大")
+# Comparisons and verdicts (more/less, wins, matters or not, fits), scanned in the labs of COMPARED. A lab joins
+# once every such sentence of it is registered; the rest of the labs are issue 29's remaining work.
+COMPARISON = re.compile(r"最多|最少|更多|更少|更快|更慢|更大|更小|更高|更低|更贵|更便宜|[大小多少]得多|赢|不如|胜过|要紧|"
+                        r"差别不大|差不多|接近|放得下|放不下|装得下|装不下|划算|大于|小于|超过|不到|多于|少于|高于|低于|"
+                        r"几乎|一半|翻倍|倍|均匀|[多少]数|大部分|得[多少]")
+COMPARED = {"07"}
 SENTENCE_END = re.compile(r"(?<=[。；！？\n])")
 
 
@@ -62,7 +68,8 @@ def _outputs(lab: str) -> str:
 
 
 def direction_sentences():
-    """(lab, sentence) for every direction sentence of lab prose and the self-test's text."""
+    """(lab, sentence) for every direction sentence of lab prose and the self-test's text, and every
+    comparison sentence of the labs in COMPARED."""
     for path in LABS:
         lab = path.name[:2]
         texts = [_text(c["source"]) for c in _notebook(lab)["cells"] if c["cell_type"] == "markdown"]
@@ -70,7 +77,7 @@ def direction_sentences():
             texts.append(_outputs(lab))
         for text in texts:
             for sentence in SENTENCE_END.split(text):
-                if DIRECTION.search(sentence):
+                if DIRECTION.search(sentence) or (lab in COMPARED and COMPARISON.search(sentence)):
                     yield lab, re.sub(r"<[^>]+>", "", sentence).strip()
 
 
@@ -163,12 +170,96 @@ def check_bf16_factor_larger() -> str | None:
     return None if base > 2 * grouped and base > 2 else f"bf16 speeds the base up {base:.2f}x, the grouped LoRA {grouped:.2f}x"
 
 
+# --- Lab 07: the routing run (committed outputs) and the recorded sweep of k ---------------------------------
+def _sweep() -> dict:
+    from course_utils.scale import bench
+
+    return bench.load()
+
+
+def check_round_robin_loads_most() -> str | None:
+    out = _outputs("07")
+    for line in ("round robin loads more often than adapter-aware routing (mean of its two passes): True",
+                 "round robin loads more often than static hash: True"):
+        if line not in out:
+            return f"Lab 07's committed outputs do not say {line!r}"
+    from course_utils.scale import bench
+
+    loads = bench.warm_loads(_sweep())
+    most = {k: max(v, key=v.get) for k, v in loads.items()}
+    return None if set(most.values()) == {"blind"} else f"the policy with most loads per k in the sweep: {most}"
+
+
+def check_hash_split_uneven() -> str | None:
+    m = re.search(r"hash: adapters per replica (\d+) / (\d+); requests per replica (\d+) / (\d+)", _outputs("07"))
+    if not m:
+        return "Lab 07's committed outputs have no 'hash: adapters per replica' line"
+    a, b, x, y = map(int, m.groups())
+    return None if a != b and max(x, y) >= 0.6 * (x + y) else f"hash split {a}/{b} adapters, {x}/{y} requests"
+
+
+def check_smaller_k_more_loads() -> str | None:
+    from course_utils.scale import bench
+
+    loads = bench.warm_loads(_sweep())
+    ks = sorted(loads)
+    bad = [p for p in loads[ks[0]] if [loads[k][p] for k in ks] != sorted((loads[k][p] for k in ks), reverse=True)]
+    return None if not bad else f"loads do not fall as k grows for {bad}: {loads}"
+
+
+def check_ratio_widest_when_shelf_fits() -> str | None:
+    from course_utils.scale import bench
+
+    rec = _sweep()
+    lines = bench.verdict(rec)
+    return None if "hold the whole shelf" in lines[-1] else lines[-1]
+
+
+def check_routing_matters_when_shelf_fits(sentence: str) -> str | None:
+    """The summary's numbers (k, replicas, slots) and its verdict, against the sweep."""
+    from course_utils.scale import bench
+
+    rec = _sweep()
+    m = re.search(r"k=(\d+)：(\d+) 个副本 × (\d+) = (\d+) 个位置", sentence)
+    if not m:
+        return "the sentence no longer gives k, replicas and slots as 'k=K：R 个副本 × K = S 个位置'"
+    k, replicas, k2, slots = map(int, m.groups())
+    if not (k == k2 and replicas == rec["replicas"] and slots == k * replicas == rec["adapters"]):
+        return f"k={k}, {replicas} replicas, {slots} slots; the sweep: {rec['replicas']} replicas, {rec['adapters']} adapters"
+    loads, n = bench.warm_loads(rec), rec["requests"]
+    if k not in loads:
+        return f"the sweep has no k={k}"
+    small = min(loads)
+    aware_hit, blind_hit = 1 - loads[k]["aware"] / n, 1 - loads[k]["blind"] / n
+    problems = []
+    if min(loads[small].values()) < 0.4 * n:
+        problems.append(f"at k={small} some policy loads on fewer than 40% of requests: {loads[small]}")
+    if aware_hit < 0.9 or blind_hit > 0.8:
+        problems.append(f"at k={k} hit rates aware {aware_hit:.2f}, round robin {blind_hit:.2f}")
+    if "hold the whole shelf" not in bench.verdict(rec)[-1]:
+        problems.append(bench.verdict(rec)[-1])
+    return "; ".join(problems) or None
+
+
+def check_gpu_figures_printed() -> str | None:
+    out = _outputs("07")
+    wanted = [r"bf16: weights [\d.]+ GiB; two replicas' weights do not fit",
+              r"AWQ int4: weights [\d.]+ GiB; two replicas' weights fit",
+              r"this lab's adapters \d+ KB - [\d.]+ MB \((\d+)x the largest\)",
+              r"one GPU per replica under hash: (\d+)% of this stream's requests on one card"]
+    found = [re.search(w, out) for w in wanted]
+    if not all(found):
+        return "Lab 07's committed outputs lack: " + ", ".join(w for w, f in zip(wanted, found) if not f)
+    ratio, share = int(found[2].group(1)), int(found[3].group(1))
+    return None if ratio >= 10 and share >= 60 else f"7B adapter {ratio}x the largest here; {share}% on one card"
+
+
 @dataclass(frozen=True)
 class Claim:
     lab: str
     fragment: str  # a piece of the sentence that identifies it
-    kind: str  # "check", "estimate" or "hedge"
-    check: Callable[[], str | None] | None = None
+    kind: str  # "check", "estimate", "hedge" or "definition" (a limit, a rule or a question: nothing measured)
+    check: Callable[..., str | None] | None = None  # takes the sentence if it has a parameter
 
 
 CLAIMS = [
@@ -183,6 +274,26 @@ CLAIMS = [
           check_grouped_factor_grows_low_rank_many_adapters),
     Claim("03", "异构 batch 的吞吐大幅降低", "check", check_e2e_gather_costly_grouped_near_base),
     Claim("03", "所以 bf16 的倍数比 float32 大", "check", check_bf16_factor_larger),
+    Claim("07", "每个最多留 2 个 adapter，货架上有 8 个", "definition"),
+    Claim("07", "每个副本最多留几个 adapter，满了就把最久没用的那个让出去", "definition"),
+    Claim("07", "找不到再挑装得最少的那个", "definition"),
+    Claim("07", "哪一种装载 adapter 的次数最多", "definition"),
+    Claim("07", "**轮询**装载得最多", "check", check_round_robin_loads_most),
+    Claim("07", "crc32 对这 8 个名字分得并不均匀", "check", check_hash_split_uneven),
+    Claim("07", "于是一个副本接了大部分请求", "check", check_hash_split_uneven),
+    Claim("07", "真实流量里少数 adapter 很热，大多数很冷", "definition"),
+    Claim("07", "它和哈希谁装载得少取决于到达顺序和并发交错", "hedge"),
+    Claim("07", "k 越小，每种路由都越常装载", "check", check_smaller_k_more_loads),
+    Claim("07", "比值最大的地方，是整个集群的位置刚好装得下整个货架的时候", "check", check_ratio_widest_when_shelf_fits),
+    Claim("07", "设到一半以下", "definition"),
+    Claim("07", "两份权重放不放得下，下一格用 Lab 02 的显存模型算", "check", check_gpu_figures_printed),
+    Claim("07", "各自的 KV 缓存只剩一半", "definition"),
+    Claim("07", "**装载更贵。", "check", check_gpu_figures_printed),
+    Claim("07", "比这里货架上最大的文件大得多", "check", check_gpu_figures_printed),
+    Claim("07", "哈希把大部分请求送到一个副本", "check", check_gpu_figures_printed),
+    Claim("07", "整个集群同一时刻最多能装着几个不同的 adapter", "definition"),
+    Claim("07", "每个副本最多留 `max_num_adapters_per_replica` 个", "definition"),
+    Claim("07", "按 adapter 路由几乎不再装载，轮询却照样要换", "check", check_routing_matters_when_shelf_fits),
 ]
 
 
@@ -201,8 +312,10 @@ def test_claim_holds(claim):
         assert all("预估" in s for s in found), f"an estimate must say so (预估): {found}"
     elif claim.kind == "hedge":
         assert all("取决于" in s for s in found), f"a hedge must say what it depends on: {found}"
-    else:
-        problem = claim.check()
+    elif claim.kind == "check":
+        import inspect
+
+        problem = claim.check(*found[:1]) if inspect.signature(claim.check).parameters else claim.check()
         assert problem is None, f"Lab {claim.lab} says {claim.fragment!r}, but the recorded figures disagree: {problem}"
 
 
@@ -212,3 +325,24 @@ def test_the_scanner_catches_a_new_claim(monkeypatch):
     monkeypatch.setattr(this, "LABS", [REPO / "labs" / "99_fake.ipynb"])
     monkeypatch.setattr(this, "_notebook", lambda lab: fake)
     assert list(direction_sentences()) == [("99", "在 CPU 上混合批次更快。")]
+
+
+def test_a_reversed_lab07_summary_is_caught(monkeypatch):
+    """The summary's old wording (routing matters only when slots are tight), which the sweep contradicts, is a
+    comparison nobody registered: the scanner reports it."""
+    reversed_summary = "- 每个副本的位置数 k 与货架大小之比决定了能命中多少：位置宽裕时几种路由差别不大，位置紧张时路由才要紧。"
+    nb = _notebook("07")
+    nb["cells"].append({"cell_type": "markdown", "source": reversed_summary})
+    this = sys.modules[__name__]
+    monkeypatch.setattr(this, "_notebook", lambda lab: nb if lab == "07" else json.loads(
+        next(p for p in LABS if p.name.startswith(lab)).read_text(encoding="utf-8")))
+    unregistered = [s for lab, s in direction_sentences()
+                    if lab == "07" and not any(c.lab == lab and c.fragment in s for c in CLAIMS)]
+    assert reversed_summary in unregistered
+
+
+def test_a_wrong_number_in_a_registered_sentence_fails():
+    [claim] = [c for c in CLAIMS if c.check is check_routing_matters_when_shelf_fits]
+    [sentence] = [s for lab, s in direction_sentences() if lab == "07" and claim.fragment in s]
+    assert claim.check(sentence) is None
+    assert "replicas" in claim.check(sentence.replace("k=4：2 个副本 × 4 = 8", "k=2：2 个副本 × 2 = 4"))

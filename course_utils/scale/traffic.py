@@ -17,9 +17,10 @@ from ..server.load import percentile   # the same percentiles as Lab 04's load t
 POLICY_HEADER = {"aware": None, "blind": "policy=blind", "hash": "policy=hash"}
 
 
-def hash_slot(adapter: str, replicas: int) -> int:
-    """Static affinity: the replica (by rank of replica id) that the hash policy sends ``adapter`` to."""
-    return zlib.crc32(adapter.encode()) % replicas
+def hash_slot(model_id: str, replicas: int) -> int:
+    """Static affinity: the replica (by rank of replica id) that the hash policy sends a request to, from its
+    multiplexed model id (``"tiny:sql"``, what the client writes as ``model``)."""
+    return zlib.crc32(model_id.encode()) % replicas
 
 
 def zipf_stream(names: list[str], n: int, s: float = 1.1, seed: int = 7) -> list[str]:
