@@ -352,7 +352,8 @@ def lora_buffers(config, max_loras: int, max_lora_rank: int, lora_dtype="bfloat1
 
 def lora_buffer_bytes(config, max_loras: int, max_lora_rank: int, lora_dtype="bfloat16",
                       lora_embeddings: bool | None = None, target_modules=None) -> int:
-    """Total bytes of vLLM's LoRA buffers: max_loras x max_lora_rank x sum(d_in + d_out) x dtype bytes."""
+    """Total bytes of vLLM's LoRA buffers: max_loras x max_lora_rank x sum(d_in + d_out) x dtype bytes, the sum over
+    every projection (slice) of every wrapped module: a fused qkv_proj counts q, k and v each with its own d_in."""
     return sum(b.bytes for b in lora_buffers(config, max_loras, max_lora_rank, lora_dtype,
                                              lora_embeddings, target_modules))
 
