@@ -38,12 +38,12 @@ SELF_TEST = "06"
 
 DIRECTION = re.compile(r"faster|slower|speed-?up|slow-?down|快|慢|下降|上升|提高|降低|加速|吃亏|变长|变短|"
                        r"越大|越小|越多|越少|比 float32 大")
-# Comparisons and verdicts (more/less, wins, matters or not, fits), scanned in the labs of COMPARED. A lab joins
-# once every such sentence of it is registered; the rest of the labs are issue 29's remaining work.
+# Comparisons and verdicts (more/less, wins, matters or not, fits), scanned in the labs of COMPARED and in the
+# self-test's answers.
 COMPARISON = re.compile(r"最多|最少|更多|更少|更快|更慢|更大|更小|更高|更低|更贵|更便宜|[大小多少]得多|赢|不如|胜过|要紧|"
                         r"差别不大|差不多|接近|放得下|放不下|装得下|装不下|划算|大于|小于|超过|不到|多于|少于|高于|低于|"
                         r"几乎|一半|翻倍|倍|均匀|[多少]数|大部分|得[多少]")
-COMPARED = {"07"}
+COMPARED = {"01", "02", "03", "04", "05", "07"}
 SENTENCE_END = re.compile(r"(?<=[。；！？\n])")
 
 
@@ -254,11 +254,196 @@ def check_gpu_figures_printed() -> str | None:
     return None if ratio >= 10 and share >= 60 else f"7B adapter {ratio}x the largest here; {share}% on one card"
 
 
+# --- Labs 01-05: comparisons with numbers beside them --------------------------------------------------------
+def _table_rows(lab: str, header: str) -> list[list[str]]:
+    """Rows of the plain-text DataFrame in ``lab``'s outputs whose header line contains ``header``."""
+    text = _outputs(lab)
+    i = text.find(header)
+    if i < 0:
+        return []
+    rows = []
+    for line in text[i:].splitlines()[1:]:
+        parts = line.split()
+        if not parts or not parts[0].isdigit():
+            break
+        rows.append(parts[1:])
+    return rows
+
+
+def check_refused_adapter_pushed_one_out() -> str | None:
+    m = re.search(r"pushed out to make room for it: \[(\d+)\]", _outputs("01"))
+    return None if m else "Lab 01's outputs do not show an adapter pushed out by the refused one"
+
+
+def check_sibling_right_on_its_own_base() -> str | None:
+    m = re.search(r"\((?:[^)]*?)(\d+) held-out questions\): (\d+) right on its own base, (\d+) on this one", _outputs("01"))
+    if not m:
+        return "Lab 01's outputs lack the sibling adapter's training-time line"
+    n, own, here = map(int, m.groups())
+    return None if own >= 0.9 * n and here < own else f"{own} of {n} on its own base, {here} here"
+
+
+def check_awq_third_and_more_seqs() -> str | None:
+    from course_utils.memory import figures
+
+    bf16 = figures.layout_for(dtype="bfloat16", max_loras=4, max_lora_rank=16)
+    awq = figures.layout_for(dtype="awq", max_loras=4, max_lora_rank=16)
+    share, seqs = awq.weights / bf16.weights, awq.kv.concurrent_seqs / bf16.kv.concurrent_seqs
+    return None if 0.28 <= share <= 0.4 and seqs >= 2 else f"AWQ weights {share:.2f} of bf16, {seqs:.1f}x the sequences"
+
+
+def check_r256_does_not_fit() -> str | None:
+    from course_utils.memory import figures
+
+    p = figures.layout_for(dtype="bfloat16", max_loras=4, max_lora_rank=256)
+    return None if not p.fits else "the memory model fits max_lora_rank=256 on the 4090"
+
+
+def check_r256_short_by_under_a_gib() -> str | None:
+    from course_utils.memory import GiB, figures
+
+    p = figures.layout_for(dtype="bfloat16", max_loras=4, max_lora_rank=256)
+    short = p.kv.blocks_per_seq * p.kv.block_bytes - p.kv_cache
+    return None if (not p.fits and 0 < short < GiB) else f"short by {short / GiB:.2f} GiB"
+
+
+def check_buffers_proportional_to_rank() -> str | None:
+    from course_utils import memory
+
+    cfg = memory.load_config(REPO / "data" / "tiny" / "base")
+    a, b = (memory.lora_buffer_bytes(cfg, 1, r, "float32") for r in (8, 256))
+    return None if b == 32 * a else f"rank 256 reserves {b / a:.1f}x rank 8"
+
+
+def _steps() -> dict:
+    m = re.search(r"engine steps: (\{[^}]*\})", _outputs("03"))
+    return {int(str(k).rsplit("=", 1)[-1]): v for k, v in ast.literal_eval(m.group(1)).items()} if m else {}
+
+
+def check_steps_4x_and_2x() -> str | None:
+    st = _steps()
+    return None if st and st[1] == 4 * st[4] and st[2] == 2 * st[4] else f"engine steps {st}"
+
+
+def check_gather_costs_more_than_grouped() -> str | None:
+    rows = [r for r in opbench.load()["rows"] if "vllm-cpu" in r and "grouped" in r]
+    share = _share(r["vllm-cpu"] > r["grouped"] for r in rows)
+    return None if share >= 0.9 else f"vllm-cpu slower than grouped in only {share:.0%} of the settings"
+
+
+def check_host_cache_36_ids() -> str | None:
+    return None if "vLLM holds 36 adapters" in _outputs("03") else "Lab 03's outputs do not say 'vLLM holds 36 adapters'"
+
+
+def check_long_tail_16x_steps() -> str | None:
+    out = _outputs("03")
+    hot = re.search(r"2 hot adapters: (\d+) engine steps", out)
+    tail = re.search(r"32 long-tail adapters: (\d+) engine steps", out)
+    if not (hot and tail):
+        return "Lab 03's outputs lack the hot / long-tail step counts"
+    h, t = int(hot.group(1)), int(tail.group(1))
+    return None if t == 16 * h else f"{t} vs {h} steps"
+
+
+def check_wall_ratio_asserted_below_steps() -> str | None:
+    nb = _notebook("03")
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    return None if "assert wall < steps" in code else "Lab 03 no longer asserts that the wall ratio is below the step ratio"
+
+
+def check_second_lru_reload() -> str | None:
+    rows = _table_rows("03", "request  was on the host")
+    if len(rows) < 5:
+        return "Lab 03's host-cache table is missing"
+    name, was_held = rows[4][0], rows[4][1]
+    return None if was_held == "False" and any(r[0] == name for r in rows[:4]) else f"request 5: {rows[4]}"
+
+
+def check_largest_wide_adapter_about_20mb() -> str | None:
+    from course_utils.engine import loadbench
+
+    mb = max(r["MB"] for r in loadbench.load()["bases"]["wide"]["rows"])
+    return None if 18 <= mb <= 23 else f"the largest wide adapter is {mb:.1f} MB"
+
+
+def check_extrapolation_halves_without_last_point() -> str | None:
+    m = re.search(r"about (\d+) ms; without its \d+ MB point: about (\d+) ms", _outputs("03"))
+    if not m:
+        return "Lab 03's outputs lack the extrapolation line"
+    full, without = map(int, m.groups())
+    return None if without < full / 2 else f"{without} ms without vs {full} ms with"
+
+
+def check_7b_adapter_has_more_tensors() -> str | None:
+    from course_utils.arch import arch, load_config
+
+    layers = arch(load_config("qwen2.5-7b-instruct")).layers
+    return None if 10 <= layers / 2 < 20 else f"{layers} layers vs the wide model's 2"
+
+
+def check_rank_sweep(sentence: str) -> str | None:
+    """The section-7 sentences' numbers against Lab 03's rank-sweep table."""
+    rows = _table_rows("03", "rank  LoRA parameters")
+    if len(rows) != 4:
+        return "Lab 03's rank-sweep table is missing"
+    params = {int(r[0]): int(r[1]) for r in rows}
+    mb = {int(r[0]): float(r[2]) for r in rows}
+    json_right = {int(r[0]): int(r[3]) for r in rows}
+    cb = _table_rows("03", "codebook right (of 200)")         # same rows, ranks in the same order
+    code = {rank: int(r[0]) for rank, r in zip(params, cb)}
+    problems = []
+    m = re.search(r"各答对 (\d+)–(\d+) 个", sentence)
+    if m and (int(m.group(1)), int(m.group(2))) != (min(json_right.values()), max(json_right.values())):
+        problems.append(f"json right {json_right}")
+    m = re.search(r"（(\d+) 对 (\d+)）", sentence)
+    if m and (int(m.group(1)), int(m.group(2))) != (json_right[1], json_right[64]):
+        problems.append(f"json right at ranks 1 and 64: {json_right[1]}, {json_right[64]}")
+    m = re.search(r"只有 ([\d,]+) 个参数、(\d+) KB", sentence)
+    if m and (int(m.group(1).replace(",", "")) != params[1] or round(mb[1] * 1000) != int(m.group(2))):
+        problems.append(f"rank 1: {params[1]} parameters, {mb[1]} MB")
+    m = re.search(r"200 对里只记住 (\d+) 对", sentence)
+    if m and code.get(1) != int(m.group(1)):
+        problems.append(f"codebook rank 1: {code.get(1)}")
+    if "秩 4 记住约四分之一" in sentence and not 0.2 <= code.get(4, 0) / 200 <= 0.3:
+        problems.append(f"codebook rank 4: {code.get(4)} of 200")
+    if "几乎全部记住" in sentence and min(code.get(16, 0), code.get(64, 0)) < 190:
+        problems.append(f"codebook ranks 16, 64: {code.get(16)}, {code.get(64)}")
+    if "差不多好" in sentence and abs(json_right[1] - json_right[64]) > 3:
+        problems.append(f"json ranks 1 vs 64: {json_right[1]} vs {json_right[64]}")
+    if "秩 1、4 装不下，秩 16 才够" in sentence and not (code.get(4, 0) < 100 <= code.get(16, 0)):
+        problems.append(f"codebook {code}")
+    return "; ".join(problems) or None
+
+
+def check_rank_refusal_names_both_numbers() -> str | None:
+    return None if "greater than max_lora_rank" in _outputs("04") else "Lab 04's outputs lack vLLM's rank refusal"
+
+
+def check_one_merged_7b_per_card() -> str | None:
+    from course_utils import memory
+
+    w = memory.weight_bytes("qwen2.5-7b-instruct").total
+    return None if w < memory.RTX_4090_BYTES < 2 * w else f"weights {w / memory.GiB:.2f} GiB"
+
+
+def check_flop_shares(sentence: str) -> str | None:
+    from course_utils.engine import flops
+
+    qwen = load_config("qwen2.5-7b-instruct")
+    r16, r64 = (100 * flops.overhead(qwen, r)["fraction"] for r in (16, 64))
+    m = re.search(r"约 ([\d.]+)% 的计算，秩 64 也不到 ([\d.]+)%", sentence)
+    if not m:
+        return "the sentence no longer gives the two percentages"
+    said16, below64 = float(m.group(1)), float(m.group(2))
+    return None if abs(r16 - said16) < 0.05 and r64 < below64 else f"rank 16 {r16:.2f}%, rank 64 {r64:.2f}%"
+
+
 @dataclass(frozen=True)
 class Claim:
     lab: str
     fragment: str  # a piece of the sentence that identifies it
-    kind: str  # "check", "estimate", "hedge" or "definition" (a limit, a rule or a question: nothing measured)
+    kind: str  # "check", "estimate", "hedge", "definition" (a limit, rule, mechanism or question: nothing
+    #           measured) or "cited" (a published figure, its source named beside it)
     check: Callable[..., str | None] | None = None  # takes the sentence if it has a parameter
 
 
@@ -274,6 +459,84 @@ CLAIMS = [
           check_grouped_factor_grows_low_rank_many_adapters),
     Claim("03", "异构 batch 的吞吐大幅降低", "check", check_e2e_gather_costly_grouped_near_base),
     Claim("03", "所以 bf16 的倍数比 float32 大", "check", check_bf16_factor_larger),
+    Claim("01", "顺便做一次\"上车前检查\"：秩不超过 `max_lora_rank`", "definition"),
+    Claim("01", "`max_loras`：**同一步**里最多同时活跃几个不同 adapter", "definition"),
+    Claim("01", "同样的 `LLM(...)`、同样的 `LoRARequest`，batch 里的 adapter 更多", "definition"),
+    Claim("01", "几乎打平的 token", "definition"),
+    Claim("01", "引擎按最近最少使用（LRU）换出了一个好的 adapter", "check", check_refused_adapter_pushed_one_out),
+    Claim("01", "同一个 adapter 在它自己的基座上几乎全对", "check", check_sibling_right_on_its_own_base),
+    Claim("01", "同一个 `ΔW` 就起不到原来的作用", "definition"),
+    Claim("01", "几乎可以肯定是同一个基座", "definition"),
+    Claim("01", "哪个要走更多的引擎步", "definition"),
+    Claim("01", "计数大于 0，就是这个 bug", "definition"),
+    Claim("02", "一张 24 GB 卡上放得下什么", "definition"),
+    Claim("02", "权重缩到约三分之一，KV 池和并发随之翻几倍", "check", check_awq_third_and_more_seqs),
+    Claim("02", "主机内存里最多留几个由 `max_cpu_loras` 决定", "definition"),
+    Claim("02", "连一条 4k 序列的 KV 都放不下了", "check", check_r256_does_not_fit),
+    Claim("03", "秩更大的 adapter 根本装不进去", "definition"),
+    Claim("03", "`max_loras`：同一个引擎步（engine step）里最多有几个", "definition"),
+    Claim("03", "`max_loras` 至少为 1", "definition"),
+    Claim("03", "报错发生在这里，而不是几分钟后", "definition"),
+    Claim("03", "秩不超过 8 的 adapter（如果货架上有）照样能装", "definition"),
+    Claim("03", "字节数与秩严格成正比：秩从 8 到 256 放大 32 倍", "check", check_buffers_proportional_to_rank),
+    Claim("03", "显存模型算出的 KV 预算已经是负数", "check", check_r256_does_not_fit),
+    Claim("03", "差额不到 1 GiB", "check", check_r256_short_by_under_a_gib),
+    Claim("03", "`max_loras=1` 的步数是 `max_loras=4` 的 4 倍", "check", check_steps_4x_and_2x),
+    Claim("03", "`max_loras=2` 是 2 倍", "check", check_steps_4x_and_2x),
+    Claim("03", "课程的核心论点是", "definition"),
+    Claim("03", "tiny 模型上看不到这一点，原因有两个", "check", check_wider_model_smaller_ratio),
+    Claim("03", "点线是它的 2 倍", "definition"),
+    Claim("03", "图下的几行文字由记录直接算出", "definition"),
+    Claim("03", "这是课程给分组版本定的目标）", "definition"),
+    Claim("03", "是课程给分组版本定的目标，不是保证", "definition"),
+    Claim("03", "没达到的格子差在上面说的固定开销上", "definition"),
+    Claim("03", "它做到的是省掉逐 token 的拷贝", "check", check_gather_costs_more_than_grouped),
+    Claim("03", "倍数会跟着机器变", "definition"),
+    Claim("03", "算子上的倍数还要放回整个引擎里看", "definition"),
+    Claim("03", "tiny 模型太窄，看不出", "check", check_wider_model_smaller_ratio),
+    Claim("03", "大部分时间花在 LoRA 算子里", "check", check_cpu_ops_outweigh_scheduling),
+    Claim("03", "换成分组算子，异构 batch 的吞吐接近", "check", check_e2e_gather_costly_grouped_near_base),
+    Claim("03", "这句话说的是算法", "definition"),
+    Claim("03", "多 LoRA 服务的吞吐最高 12 倍", "cited"),
+    Claim("03", "据此预估（不是本课的测量）", "estimate"),
+    Claim("03", "生产里常见两种流量", "definition"),
+    Claim("03", "主机缓存放得下 36 个 id", "check", check_host_cache_36_ids),
+    Claim("03", "步数约是热门的 16 倍", "check", check_long_tail_16x_steps),
+    Claim("03", "墙钟时间却没有差 16 倍", "check", check_wall_ratio_asserted_below_steps),
+    Claim("03", "最多留住几个 adapter 的权重（不设时等于 `max_loras`）", "definition"),
+    Claim("03", "（最近最少使用，LRU：", "definition"),
+    Claim("03", "同一个 adapter 会被一次次换出、重新读盘（上面第 5 次请求就是这样）", "check", check_second_lru_reload),
+    Claim("03", "最大的约 20 MB", "check", check_largest_wide_adapter_about_20mb),
+    Claim("03", "去掉它，外推值不到原来的一半", "check", check_extrapolation_halves_without_last_point),
+    Claim("03", "7B 的 adapter 有十几倍的张量数", "check", check_7b_adapter_has_more_tensors),
+    Claim("03", "这些在 CPU 上都量不到", "definition"),
+    Claim("03", "`ΔW = B A` 的秩最多是 `r`", "definition"),
+    Claim("03", "和 1.6 MB 的秩 64 答得差不多好", "check", check_rank_sweep),
+    Claim("03", "四个秩都只答对一半上下", "check", check_rank_sweep),
+    Claim("03", "**codebook 那条截然不同**", "check", check_rank_sweep),
+    Claim("03", "小秩的 adapter 可能不如全量微调", "cited"),
+    Claim("03", "流量里任意时刻最多有 3 个不同的 adapter", "definition"),
+    Claim("03", "引擎步数成倍增加（约为", "check", check_steps_4x_and_2x),
+    Claim("03", "第 3 节实测了它比分组算法多花的倍数", "check", check_gather_costs_more_than_grouped),
+    Claim("03", "宽模型上的异构 batch 接近同一引擎的基座行吞吐", "check", check_e2e_gather_costly_grouped_near_base),
+    Claim("03", "在小 `max_loras` 下步数多得多", "check", check_long_tail_16x_steps),
+    Claim("03", "- `max_cpu_loras`：主机内存里最多留几个 adapter", "definition"),
+    Claim("03", "不够时按最近最少使用换出", "definition"),
+    Claim("03", "秩 1 和秩 64 答得差不多好", "check", check_rank_sweep),
+    Claim("03", "秩 1、4 装不下，秩 16 才够", "check", check_rank_sweep),
+    Claim("04", "必须不小于要服务的 adapter 的秩", "definition"),
+    Claim("04", "货架上秩更高的那个 adapter 留着", "definition"),
+    Claim("04", "槽位装不下，vLLM 的报错直接说出两个数", "check", check_rank_refusal_names_both_numbers),
+    Claim("04", "一个有界的负载生成器", "definition"),
+    Claim("04", "下面这一格只打印与时序无关的事实", "definition"),
+    Claim("04", "`max_loras` 是\"一步里最多有几个不同 adapter 同时活跃\"", "definition"),
+    Claim("04", "实际读到的次数可能比每 0.05 秒一次少", "definition"),
+    Claim("05", "显存账和\"几乎免费\"的 FLOPs 账", "definition"),
+    Claim("05", "找不到时不会报错", "definition"),
+    Claim("05", "### 1.6 每步最多几个 adapter", "definition"),
+    Claim("05", "一张 24 GB 的卡只放得下**一个**合并后的 7B 模型", "check", check_one_merged_7b_per_card),
+    Claim("05", "## 4 · \"几乎免费\"的算术", "definition"),
+    Claim("05", "秩 16 时 LoRA 只给投影多加约", "check", check_flop_shares),
     Claim("07", "每个最多留 2 个 adapter，货架上有 8 个", "definition"),
     Claim("07", "每个副本最多留几个 adapter，满了就把最久没用的那个让出去", "definition"),
     Claim("07", "找不到再挑装得最少的那个", "definition"),
