@@ -41,9 +41,9 @@ def misfit(layout: Layout) -> str:
         return ""
     kv = layout.kv
     short = kv.blocks_per_seq * kv.block_bytes - layout.kv_cache
-    return (f"does not fit: the KV cache is {short / GiB:.2f} GiB short of one {kv.context_len:,}-token "
-            f"sequence, so vLLM would refuse to start. Lower max_lora_rank, max_loras or the context, or raise "
-            f"gpu_memory_utilization.")
+    return (f"放不下（does not fit）：KV 缓存离一条 {kv.context_len:,} token 的序列还差 {short / GiB:.2f} GiB，"
+            f"vLLM 会拒绝启动（显存模型的预估）。调低 max_lora_rank、max_loras 或上下文长度，或者调高 "
+            f"gpu_memory_utilization。")
 
 
 def layout_table(p: Layout) -> str:
