@@ -43,7 +43,7 @@ DIRECTION = re.compile(r"faster|slower|speed-?up|slow-?down|快|慢|下降|上�
 COMPARISON = re.compile(r"最多|最少|更多|更少|更快|更慢|更大|更小|更高|更低|更贵|更便宜|[大小多少]得多|赢|不如|胜过|要紧|"
                         r"差别不大|差不多|接近|放得下|放不下|装得下|装不下|划算|大于|小于|超过|不到|多于|少于|高于|低于|"
                         r"几乎|一半|翻倍|倍|均匀|[多少]数|大部分|得[多少]")
-COMPARED = {"01", "02", "03", "04", "05", "07"}
+COMPARED = {"01", "02", "03", "04", "05", SELF_TEST, "07"}
 SENTENCE_END = re.compile(r"(?<=[。；！？\n])")
 
 
@@ -438,6 +438,33 @@ def check_flop_shares(sentence: str) -> str | None:
     return None if abs(r16 - said16) < 0.05 and r64 < below64 else f"rank 16 {r16:.2f}%, rank 64 {r64:.2f}%"
 
 
+# --- The self-test's answers (templates over the recordings; their fixed words checked here) -----------------
+def check_matrix_ratio(sentence: str) -> str | None:
+    from course_utils import memory
+
+    m = re.search(r"r=16 时少 (\d+) 倍", sentence)
+    ratio = memory.lora_vs_full_matrix(4096, 4096, 16)["ratio"]
+    return None if m and int(m.group(1)) == round(ratio) else f"the full / LoRA ratio is {ratio:.0f}"
+
+
+def check_default_max_loras_multiplies_steps() -> str | None:
+    m = re.search(r"在 max_loras=(\d+) 时走了 (\d+) 步，在默认值下走了 (\d+) 步", _outputs(SELF_TEST))
+    if not m:
+        return "the self-test no longer quotes Lab 01's step counts"
+    wide, few, many = map(int, m.groups())
+    return None if many >= 2 * few else f"{few} steps at max_loras={wide}, {many} at the default"
+
+
+def check_widest_step_is_max_loras(sentence: str) -> str | None:
+    pairs = [(int(a), int(b)) for a, b in re.findall(r"max_loras=(\d+) 时 (\d+) 个", sentence)]
+    return None if pairs and all(a == b for a, b in pairs) else f"adapters per step vs max_loras: {pairs}"
+
+
+def check_grouped_costs_more_than_its_flops() -> str | None:
+    ratios = [r["grouped / FLOP ratio"] for r in _layer("float32")]
+    return None if statistics.median(ratios) > 1 else f"median grouped / FLOP ratio {statistics.median(ratios):.2f}"
+
+
 @dataclass(frozen=True)
 class Claim:
     lab: str
@@ -537,6 +564,20 @@ CLAIMS = [
     Claim("05", "一张 24 GB 的卡只放得下**一个**合并后的 7B 模型", "check", check_one_merged_7b_per_card),
     Claim("05", "## 4 · \"几乎免费\"的算术", "definition"),
     Claim("05", "秩 16 时 LoRA 只给投影多加约", "check", check_flop_shares),
+    Claim("06", "却装不下 30 个全量微调", "definition"),
+    Claim("06", "r=16 时少", "check", check_matrix_ratio),
+    Claim("06", "上限是 max_loras：每步最多这么多个不同 adapter", "definition"),
+    Claim("06", "连一条序列都放不下，vLLM 会拒绝启动", "check", check_r256_does_not_fit),
+    Claim("06", "偶尔翻转一个几乎打平的 token", "definition"),
+    Claim("06", "引擎步数成倍增加", "check", check_default_max_loras_multiplies_steps),
+    Claim("06", "每一步里最多同时有几个 adapter", "definition"),
+    Claim("06", "每一步里同时出现的 adapter 最多是", "check", check_widest_step_is_max_loras),
+    Claim("06", "调度器不让一步里的不同 adapter 超过 max_loras", "definition"),
+    Claim("06", "异构 batch 的吞吐只有同一引擎基座行的", "check", check_e2e_gather_costly_grouped_near_base),
+    Claim("06", "换成按 adapter 分组的算子是", "check", check_e2e_gather_costly_grouped_near_base),
+    Claim("06", "24 GB 卡只放得下一份", "check", check_one_merged_7b_per_card),
+    Claim("06", "实际要付的更多", "check", check_grouped_costs_more_than_its_flops),
+    Claim("06", "已安装的 vLLM 里找不到", "definition"),
     Claim("07", "每个最多留 2 个 adapter，货架上有 8 个", "definition"),
     Claim("07", "每个副本最多留几个 adapter，满了就把最久没用的那个让出去", "definition"),
     Claim("07", "找不到再挑装得最少的那个", "definition"),
