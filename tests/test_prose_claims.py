@@ -179,7 +179,7 @@ def _sweep() -> dict:
 
 def check_round_robin_loads_most() -> str | None:
     out = _outputs("07")
-    for line in ("round robin loads more often than adapter-aware routing (mean of its two passes): True",
+    for line in ("round robin loads more often than adapter-aware routing (its warm pass): True",
                  "round robin loads more often than static hash: True"):
         if line not in out:
             return f"Lab 07's committed outputs do not say {line!r}"
