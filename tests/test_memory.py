@@ -464,3 +464,22 @@ def test_kv_budget_on_a_gpu_has_no_cpu_env_and_no_reported_bytes():
     # on CPU: what vLLM reports wins, else the profile's setting
     assert memory.kv_budget({**kv, "kv_cache_memory_bytes": 123}, {}, cfg, "bfloat16") == (123, "vLLM (kv_cache_memory_bytes)")
     assert memory.kv_budget(kv, {"VLLM_CPU_KVCACHE_SPACE": "1"}, cfg, "bfloat16")[0] == memory.GiB
+
+
+def test_a_bar_that_does_not_fit_ends_at_the_card_and_says_so_in_its_label():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course_utils.memory import figures
+
+    layouts = {"r16": figures.layout_for(max_loras=4, max_lora_rank=16),
+               "r256": figures.layout_for(max_loras=4, max_lora_rank=256)}
+    ax = figures.draw(layouts)
+    total = layouts["r256"].gpu_total / GiB
+    ends = {}
+    for patch in ax.patches:
+        row = round(patch.get_y() + patch.get_height() / 2)
+        ends[row] = max(ends.get(row, 0.0), patch.get_x() + patch.get_width())
+    assert max(ends.values()) <= total + 1e-6
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[0] == "r16" and labels[1].startswith("r256\ndoes not fit")
