@@ -284,8 +284,8 @@ def figures(profile: str) -> dict:
                                                       "steps_default") if out["l01"].get(k) is None],
                "03_rank_and_max_loras": [] if out["l03"].get("e2e") else ["e2e (make bench-lora-e2e)"],
                "04_server_lab": [k for k in ("rank", "twice") if k not in out["l04"]],
-               "05_source_tour": [k for k in ("ops_worst", "peft_worst", "tolerance", "moved")
-                                  if not out["l05"].get(k)]}
+               "05_source_tour": [k for k in ("ops_worst", "peft_worst", "tolerance") if out["l05"].get(k) is None]
+                                 + ([] if out["l05"].get("moved") else ["moved"])}
     missing = {lab: keys for lab, keys in missing.items() if keys}
     if missing:
         raise RecordingError("自测要引用的数字在这些录制里找不到：" + "；".join(
