@@ -50,16 +50,16 @@ def _safetensors_header(path: Path) -> tuple[dict, int]:
     with open(path, "rb") as f:
         raw = f.read(8)
         if len(raw) < 8:
-            raise AdapterError(f"{path} is not a safetensors file (too short); re-save or re-download it.")
+            raise AdapterError(f"{path} 不是 safetensors 文件（太短）；重新保存或重新下载它。")
         (n,) = struct.unpack("<Q", raw)
         size = path.stat().st_size
         if n > size - 8:
-            raise AdapterError(f"{path} is truncated (header says {n} bytes, file has {size}); re-download it.")
+            raise AdapterError(f"{path} 被截断了（文件头说有 {n} 字节，文件只有 {size} 字节）；重新下载它。")
         try:
             header = json.loads(f.read(n))
         except ValueError as e:
-            raise AdapterError(f"{path} has a damaged safetensors header ({type(e).__name__}: {e}); "
-                               f"re-save or re-download it.") from None
+            raise AdapterError(f"{path} 的 safetensors 文件头损坏（{type(e).__name__}: {e}）；"
+                               f"重新保存或重新下载它。") from None
     return header, 8 + n
 
 
@@ -76,11 +76,11 @@ def read_safetensors_header(path: Path) -> dict:
             end = max(end, stop)
             tensors[name] = {"dtype": meta["dtype"], "shape": list(meta["shape"]), "bytes": stop - start}
     except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise AdapterError(f"{path} has a damaged safetensors header ({type(e).__name__}: {e}); "
-                           f"re-save or re-download it.") from None
+        raise AdapterError(f"{path} 的 safetensors 文件头损坏（{type(e).__name__}: {e}）；"
+                           f"重新保存或重新下载它。") from None
     size = path.stat().st_size
     if data_start + end > size:
-        raise AdapterError(f"{path} is truncated ({size} bytes, tensors need {data_start + end}); re-download it.")
+        raise AdapterError(f"{path} 被截断了（{size} 字节，张量需要 {data_start + end} 字节）；重新下载它。")
     return tensors
 
 
@@ -111,7 +111,7 @@ def base_fingerprint(base_dir: str | Path) -> str:
     base_dir = Path(base_dir)
     files = _weight_files(base_dir)
     if not files:
-        raise AdapterError(f"base model folder {base_dir} has no *.safetensors weights to fingerprint.")
+        raise AdapterError(f"基座目录 {base_dir} 里没有可以算指纹的 *.safetensors 权重。")
     return _fingerprint(tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
 
 
@@ -161,23 +161,21 @@ def _check_same_base(info: AdapterInfo, base_model: Path) -> str:
     """AdapterError when the adapter records another base's fingerprint; else how far the base was checked."""
     file = Path(info.path) / BASE_IDENTITY_FILE
     if not file.is_file():
-        return (f"not checked: the adapter records no base fingerprint ({BASE_IDENTITY_FILE}); its config names "
-                f"base_model_name_or_path={info.base_model_name!r}, compare it with the base you serve")
+        return (f"not checked: 没查。这个 adapter 没有记录基座指纹（{BASE_IDENTITY_FILE}）；它的配置写的是 "
+                f"base_model_name_or_path={info.base_model_name!r}，请自己和要服务的基座核对")
     recorded = json.loads(file.read_text())
     stored, here_stored = recorded.get("base_storage"), _storage(base_model)
     if stored is not None and stored != here_stored:     # e.g. trained on the bf16 base, served on its AWQ copy
-        return (f"not checked: the adapter was trained on a base stored as {stored}, this base is stored as "
-                f"{here_stored}; the fingerprint only compares identical files. Its base was "
-                f"{recorded.get('base_model_name')!r}")
+        return (f"not checked: 没查。这个 adapter 训练时的基座存储方式是 {stored}，这个基座是 {here_stored}；"
+                f"指纹只能比较完全相同的文件。它的基座是 {recorded.get('base_model_name')!r}")
     here = base_fingerprint(base_model)
     if recorded.get("base_fingerprint") != here:
         raise AdapterError(
-            f"adapter {info.name!r} was trained on another base: it records base "
-            f"{recorded.get('base_model_name')!r} with fingerprint {recorded.get('base_fingerprint')}, but the "
-            f"base you gave (folder {base_model.name!r}, stored the same way) has {here}. The shapes match, so "
-            f"vLLM would load it without an error and answer wrongly. Use the adapter trained on this base, or "
-            f"retrain it on this base.")
-    return f"same base: fingerprint {here} matches"
+            f"adapter {info.name!r} 是在另一个基座上训练的（trained on another base）：它记录的基座是 "
+            f"{recorded.get('base_model_name')!r}，指纹 {recorded.get('base_fingerprint')}；而你给的基座（目录 "
+            f"{base_model.name!r}，存储方式相同）的指纹是 {here}。形状都对得上（shapes match），所以 vLLM 会不报错地加载它，"
+            f"然后答错。请用在这个基座上训练的 adapter，或在这个基座上重新训练。")
+    return f"same base: 同一个基座，指纹 {here} 一致"
 
 
 # --------------------------------------------------------------------------
@@ -274,40 +272,35 @@ def _read_config(cfg_file: Path, name: str) -> dict:
     try:
         cfg = json.loads(cfg_file.read_text())
     except ValueError as e:
-        raise AdapterError(f"adapter {name!r}: {cfg_file} is not valid JSON ({e}). Restore the "
-                           f"adapter_config.json that peft's save_pretrained wrote with the weights.") from None
+        raise AdapterError(f"adapter {name!r}：{cfg_file} 不是合法的 JSON（{e}）。请恢复 peft 的 "
+                           f"save_pretrained 与权重一起写出的 adapter_config.json。") from None
     if not isinstance(cfg, dict):
-        raise AdapterError(f"adapter {name!r}: {cfg_file} holds a JSON {type(cfg).__name__}, not an object. "
-                           f"Restore the adapter_config.json that peft's save_pretrained wrote.")
+        raise AdapterError(f"adapter {name!r}：{cfg_file} 里是一个 JSON {type(cfg).__name__}，不是对象。"
+                           f"请恢复 peft 的 save_pretrained 写出的 adapter_config.json。")
     if not _positive_int(cfg.get("r")):
-        what = f"has \"r\": {json.dumps(cfg['r'])}" if "r" in cfg else "has no \"r\""
-        raise AdapterError(f"adapter {name!r}: {cfg_file} {what}; the LoRA rank must be a positive integer "
-                           f"(peft always writes it). Restore the adapter_config.json saved with the weights, or "
-                           f"set \"r\" to the rank of the weights (the rows of each lora_A).")
+        what = f"写的是 \"r\": {json.dumps(cfg['r'])}" if "r" in cfg else "没有 \"r\""
+        raise AdapterError(f"adapter {name!r}：{cfg_file} {what}；LoRA 的秩必须是正整数（peft 总会写它）。"
+                           f"请恢复与权重一起保存的 adapter_config.json，或把 \"r\" 设成权重的秩（每个 lora_A 的行数）。")
     missing = [k for k in ("lora_alpha", "target_modules") if cfg.get(k) is None]
     if missing:
-        raise AdapterError(f"adapter {name!r}: {cfg_file} has no {' and no '.join(missing)}, which vLLM requires "
-                           f"(its PEFTHelper refuses the adapter without them). Restore the adapter_config.json "
-                           f"that peft's save_pretrained wrote with the weights.")
+        raise AdapterError(f"adapter {name!r}：{cfg_file} 里没有 {'、'.join(missing)}，vLLM 需要它们"
+                           f"（缺了它们 vLLM 的 PEFTHelper 会拒绝这个 adapter）。请恢复 peft 的 save_pretrained "
+                           f"与权重一起写出的 adapter_config.json。")
     if not _number(cfg["lora_alpha"]):
-        raise AdapterError(f"adapter {name!r}: {cfg_file} has \"lora_alpha\": {json.dumps(cfg['lora_alpha'])}; "
-                           f"it must be a number (the scaling is lora_alpha / r). Restore the file peft wrote.")
-    for key, want, ok in (("rank_pattern", "positive integer ranks", _positive_int),
-                          ("alpha_pattern", "numbers", _number)):
+        raise AdapterError(f"adapter {name!r}：{cfg_file} 写的是 \"lora_alpha\": {json.dumps(cfg['lora_alpha'])}；"
+                           f"它必须是数（缩放系数是 lora_alpha / r）。请恢复 peft 写出的文件。")
+    for key, want, ok in (("rank_pattern", "正整数的秩", _positive_int),
+                          ("alpha_pattern", "数", _number)):
         pattern = cfg.get(key) or {}
         bad = {k: v for k, v in pattern.items() if not ok(v)} if isinstance(pattern, dict) else pattern
         if bad:
-            raise AdapterError(f"adapter {name!r}: {key} in adapter_config.json must map module names to {want}, "
-                               f"not {json.dumps(bad)}. Fix those entries or restore the file peft wrote.")
+            raise AdapterError(f"adapter {name!r}：adapter_config.json 里的 {key} 必须把模块名映射到{want}，"
+                               f"而不是 {json.dumps(bad)}。改正这些条目，或恢复 peft 写出的文件。")
     return cfg
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def _more(n: int, noun: str) -> str:
-    return f" (and {_count(n, 'more ' + noun)})" if n else ""
+def _more(n: int) -> str:
+    return f"（还有另外 {n} 个模块）" if n else ""
 
 
 def _lora_modules(name: str, tensors: dict, weights: Path) -> dict[str, dict[str, str]]:
@@ -317,21 +310,20 @@ def _lora_modules(name: str, tensors: dict, weights: Path) -> dict[str, dict[str
         m = _LORA_TENSOR.match(tname)
         if m:
             if len(tensors[tname]["shape"]) != 2:
-                raise AdapterError(f"adapter {name!r}: {tname} in {weights} has shape {tensors[tname]['shape']}, "
-                                   f"but a LoRA matrix is 2-D. The file is damaged: re-save or re-download it.")
+                raise AdapterError(f"adapter {name!r}：{weights} 里的 {tname} 形状是 {tensors[tname]['shape']}，"
+                                   f"而 LoRA 矩阵是二维的。文件损坏了：重新保存或重新下载它。")
             modules.setdefault(m.group("module"), {})[m.group("ab")] = tname
     if not modules:
-        found = f"it has {_count(len(tensors), 'tensor')}" + (f", e.g. {', '.join(map(repr, list(tensors)[:3]))}"
-                                                              if tensors else "")
-        raise AdapterError(f"adapter {name!r}: {weights} holds no LoRA weights (no tensor named "
-                           f"'...lora_A.weight' / '...lora_B.weight'; {found}). It is "
-                           f"not a peft LoRA save (full or merged model weights?): point to the folder that peft's "
-                           f"save_pretrained wrote for the adapter.")
+        found = f"它有 {len(tensors)} 个张量" + (f"，例如 {', '.join(map(repr, list(tensors)[:3]))}"
+                                               if tensors else "")
+        raise AdapterError(f"adapter {name!r}：{weights} 里没有 LoRA 权重（没有名为 "
+                           f"'...lora_A.weight' / '...lora_B.weight' 的张量；{found}）。它不是 peft 保存的 LoRA"
+                           f"（是完整模型或合并后的权重？）：请指向 peft 的 save_pretrained 为 adapter 写出的目录。")
     for module, pair in modules.items():
         if len(pair) < 2:
             have, lack = ("A", "B") if "A" in pair else ("B", "A")
-            raise AdapterError(f"adapter {name!r}: {module} has lora_{have} but no lora_{lack} in {weights}; "
-                               f"the file is incomplete. Re-save or re-download the adapter.")
+            raise AdapterError(f"adapter {name!r}：{weights} 里 {module} 有 lora_{have} 却没有 lora_{lack}；"
+                               f"文件不完整。重新保存或重新下载这个 adapter。")
     return modules
 
 
@@ -346,32 +338,29 @@ def _check_weights_match_config(name: str, cfg: dict, tensors: dict, modules: di
     if wrong:
         m = wrong[0]
         hit = _pattern_value(cfg.get("rank_pattern"), m)
-        says = (f"gives {m} rank {hit[1]} (rank_pattern {hit[0]!r})" if hit else f"says r={cfg['r']}")
+        says = (f"给 {m} 的秩是 {hit[1]}（rank_pattern {hit[0]!r}）" if hit else f"写的是 r={cfg['r']}")
         got = {ranks[x][0] for x in wrong}
-        scope = (f"every LoRA pair has rank {ranks[m][0]}" if len(wrong) == len(modules) and len(got) == 1
-                 else f"{m} has rank {ranks[m][0]} ({shapes(m)})")
+        scope = (f"每一对 LoRA 矩阵的秩都是 {ranks[m][0]}" if len(wrong) == len(modules) and len(got) == 1
+                 else f"{m} 的秩是 {ranks[m][0]}（{shapes(m)}）")
         raise AdapterError(
-            f"adapter {name!r}: adapter_config.json {says}, but its weights disagree: {scope}. vLLM takes the rank "
-            f"for its max_lora_rank check and the scaling (lora_alpha / r) from the config, so it would check and "
-            f"scale these weights wrongly. Restore the adapter_config.json saved with these weights (or set the "
-            f"rank to {ranks[m][0]} there).")
+            f"adapter {name!r}：adapter_config.json {says}，但权重不一致：{scope}。vLLM 的 max_lora_rank 检查和缩放系数"
+            f"（lora_alpha / r）都取自配置，所以会用错的秩检查、按错的系数缩放这些权重。请恢复与这些权重一起保存的 "
+            f"adapter_config.json（或在那里把秩设成 {ranks[m][0]}）。")
     split = [m for m, (ra, rb) in ranks.items() if ra != rb]
     if split:
         m = split[0]
         raise AdapterError(
-            f"adapter {name!r}: {m} has lora_A of rank {ranks[m][0]} but lora_B of rank {ranks[m][1]} ({shapes(m)}); "
-            f"the two halves of a LoRA pair share one rank. The weights file is damaged or mixes two adapters: "
-            f"re-save or re-download the adapter.")
+            f"adapter {name!r}：{m} 的 lora_A 秩是 {ranks[m][0]}，lora_B 秩却是 {ranks[m][1]}（{shapes(m)}）；"
+            f"一对 LoRA 矩阵的秩必须相同。权重文件损坏了，或混进了两个 adapter：重新保存或重新下载这个 adapter。")
     extra = [m for m in modules if not targets_module(cfg, m)]
     if extra:
         rules = ", ".join(f"{k} {json.dumps(cfg.get(k))}" for k in ("target_modules", "exclude_modules",
                                                                      "layers_to_transform") if cfg.get(k) is not None)
         raise AdapterError(
-            f"adapter {name!r} has weights for {extra[0]}{_more(len(extra) - 1, 'module')}, which "
-            f"adapter_config.json does not target ({rules}). vLLM matches LoRA weights by their tensor names, "
-            f"not by this list, so it would apply them anyway, while peft and the memory model go by the list. "
-            f"Add {extra[0].rsplit('.', 1)[-1]!r} to target_modules if these weights are meant, or re-save the "
-            f"adapter from the peft model that trained it.")
+            f"adapter {name!r} 有 {extra[0]}{_more(len(extra) - 1)}的权重，adapter_config.json 却不以它为目标"
+            f"（{rules}）。vLLM 按张量名字匹配 LoRA 权重、不看这张列表，所以照样会用上它们；peft 和显存模型却按列表算。"
+            f"如果这些权重是有意的，就把 {extra[0].rsplit('.', 1)[-1]!r} 加进 target_modules；否则从训练它的 peft 模型"
+            f"重新保存这个 adapter。")
 
 
 def read_adapter(path: str | Path, name: str | None = None) -> AdapterInfo:
@@ -395,27 +384,27 @@ def _read_adapter(path: str | Path, name: str | None = None) -> AdapterInfo:
     path = Path(path)
     name = name or path.name
     if not path.is_dir():
-        raise AdapterError(f"adapter {name!r}: folder {path} does not exist. Check the path "
-                           f"(a LoRARequest needs a local folder with adapter_config.json).")
+        raise AdapterError(f"adapter {name!r}：目录 {path} 不存在。检查路径"
+                           f"（LoRARequest 需要一个装着 adapter_config.json 的本地目录）。")
     cfg_file = path / "adapter_config.json"
     if not cfg_file.is_file():
-        raise AdapterError(f"adapter {name!r}: {path} has no adapter_config.json, so it is not a peft "
-                           f"LoRA adapter. Point to the folder that peft's save_pretrained wrote.")
+        raise AdapterError(f"adapter {name!r}：{path} 里没有 adapter_config.json，所以它不是 peft 的 LoRA adapter。"
+                           f"请指向 peft 的 save_pretrained 写出的目录。")
     cfg = _read_config(cfg_file, name)
     weights = path / "adapter_model.safetensors"
     if not weights.is_file():
         if (path / "adapter_model.bin").is_file():
-            raise AdapterError(f"adapter {name!r}: only adapter_model.bin found; re-save it with "
-                               f"safe_serialization=True so it can be checked here.")
-        raise AdapterError(f"adapter {name!r}: {path} has no adapter_model.safetensors (the weights).")
+            raise AdapterError(f"adapter {name!r}：只找到 adapter_model.bin；用 safe_serialization=True "
+                               f"重新保存它，这里才能检查。")
+        raise AdapterError(f"adapter {name!r}：{path} 里没有 adapter_model.safetensors（权重文件）。")
     if cfg.get("peft_type", "LORA") != "LORA":
-        raise AdapterError(f"adapter {name!r}: peft_type is {cfg.get('peft_type')!r}; vLLM serves LoRA only.")
+        raise AdapterError(f"adapter {name!r}：peft_type 是 {cfg.get('peft_type')!r}；vLLM 只服务 LoRA。")
     if cfg.get("use_dora"):
-        raise AdapterError(f"adapter {name!r} uses DoRA (use_dora: true), which vLLM does not support; "
-                           f"retrain it as plain LoRA or merge it into the base.")
+        raise AdapterError(f"adapter {name!r} 用了 DoRA（use_dora: true），vLLM 不支持；"
+                           f"把它重新训练成普通 LoRA，或合并进基座。")
     if cfg.get("modules_to_save"):
-        raise AdapterError(f"adapter {name!r} also saves full modules ({cfg['modules_to_save']}); vLLM only "
-                           f"supports modules_to_save being None. Retrain without them or merge the adapter.")
+        raise AdapterError(f"adapter {name!r} 还保存了完整的模块（modules_to_save: {cfg['modules_to_save']}）；"
+                           f"vLLM 只支持 modules_to_save 为 None。不带它们重新训练，或合并这个 adapter。")
     tensors = read_safetensors_header(weights)
     modules = _lora_modules(name, tensors, weights)
     _check_weights_match_config(name, cfg, tensors, modules)
@@ -433,33 +422,31 @@ def _read_adapter(path: str | Path, name: str | None = None) -> AdapterInfo:
 
 def _check_fits_base(info: AdapterInfo, base_model) -> None:
     if not (Path(base_model) / "config.json").is_file():
-        raise AdapterError(f"base model folder {base_model} has no config.json; pass the folder of the base model "
-                           f"the adapter will be served on (the one with config.json).")
+        raise AdapterError(f"基座目录 {base_model} 里没有 config.json；请传入要服务这个 adapter 的基座目录"
+                           f"（有 config.json 的那个）。")
     try:
         base_cfg = load_config(Path(base_model))
         a = arch(base_cfg)
     except ConfigError as e:
-        raise AdapterError(f"base model {base_model}: {e}") from None
+        raise AdapterError(f"基座 {base_model}：{e}") from None
     # Shapes first: a wrong width says more about the adapter's base than a layer count does.
     shapes = projection_shapes(a)
     for module, pair in info.modules.items():
         proj = module.rsplit(".", 1)[-1]
         if proj not in shapes:
             continue
-        for ab, got, need, side in (("A", info.tensors[pair["A"]]["shape"][-1], shapes[proj].d_in, "input"),
-                                    ("B", info.tensors[pair["B"]]["shape"][0], shapes[proj].d_out, "output")):
+        for ab, got, need, side in (("A", info.tensors[pair["A"]]["shape"][-1], shapes[proj].d_in, "输入"),
+                                    ("B", info.tensors[pair["B"]]["shape"][0], shapes[proj].d_out, "输出")):
             if got != need:
                 raise AdapterError(
-                    f"adapter {info.name!r} was made for another base: its {proj} lora_{ab} expects "
-                    f"{side} size {got}, but this base's {proj} has {need} (hidden_size "
-                    f"{a.hidden}). Use an adapter trained on this base "
-                    f"(adapter says base_model_name_or_path={info.base_model_name!r}).")
+                    f"adapter {info.name!r} 是为另一个基座做的：它的 {proj} lora_{ab} 要的{side}维度是 {got}，"
+                    f"而这个基座的 {proj} 是 {need}（hidden_size {a.hidden}）。请用在这个基座上训练的 adapter"
+                    f"（adapter 自己写的是 base_model_name_or_path={info.base_model_name!r}）。")
     beyond = sorted(x for x in map(_layer_of, info.modules) if x is not None and x >= a.layers)
     if beyond:
         raise AdapterError(
-            f"adapter {info.name!r} was made for another base: it has weights for layer {beyond[0]}, "
-            f"but the base model ({base_model}) has {a.layers} layers. Use an adapter trained on "
-            f"this base ({base_cfg.get('_name_or_path') or base_model}).")
+            f"adapter {info.name!r} 是为另一个基座做的：它有第 {beyond[0]} 层的权重，而基座（{base_model}）只有 "
+            f"{a.layers} 层。请用在这个基座（{base_cfg.get('_name_or_path') or base_model}）上训练的 adapter。")
 
 
 def check_adapter(path: str | Path, base_model: str | Path | None = None, max_lora_rank: int | None = None,
@@ -469,10 +456,9 @@ def check_adapter(path: str | Path, base_model: str | Path | None = None, max_lo
     rank = max_rank(info.config)
     if max_lora_rank is not None and rank > max_lora_rank:
         fit = smallest_rank_that_fits(rank)
-        fix = (f"Start the engine with max_lora_rank={fit} (the smallest allowed value >= {rank})."
-               if fit else f"vLLM accepts max_lora_rank up to {MAX_LORA_RANKS[-1]}; retrain the adapter with a "
-               f"lower rank.")
-        raise AdapterError(f"adapter {info.name!r} has rank {rank}, above max_lora_rank={max_lora_rank}. {fix}")
+        fix = (f"启动引擎时用 max_lora_rank={fit}（不小于 {rank} 的最小允许值）。"
+               if fit else f"vLLM 接受的 max_lora_rank 最大是 {MAX_LORA_RANKS[-1]}；用更低的秩重新训练这个 adapter。")
+        raise AdapterError(f"adapter {info.name!r} 的秩是 {rank}，超过了 max_lora_rank={max_lora_rank}。{fix}")
     if base_model is not None:
         _check_fits_base(info, base_model)
         info.base_check = _check_same_base(info, Path(base_model))

@@ -65,8 +65,8 @@ def dtype_name(dtype) -> str:
     name = str(dtype).removeprefix("torch.").lower()
     name = DTYPE_ALIASES.get(name, name)
     if name not in DTYPES:
-        raise ConfigError(f"unknown dtype {dtype!r}; use one of bfloat16, float16, float32 "
-                          f"(or fp8 for the KV cache).")
+        raise ConfigError(f"不认识的 dtype {dtype!r}；用 bfloat16、float16、float32 之一"
+                          f"（KV 缓存还可以用 fp8）。")
     return name
 
 
@@ -106,15 +106,14 @@ def load_config(source) -> dict:
         # its config under the folder's name, e.g. Qwen2.5-7B-Instruct -> data/configs/qwen2.5-7b-instruct
         p = CONFIGS / p.name.lower() / "config.json"
     if not p.is_file():
-        raise ConfigError(f"no config.json at {source}; give a model folder, a config.json path, "
-                          f"a config dict or a shipped name ({', '.join(shipped_configs())}).")
+        raise ConfigError(f"{source} 没有 config.json；请给一个模型目录、config.json 的路径、"
+                          f"一个配置字典，或随课程提供的名字（{', '.join(shipped_configs())}）。")
     try:
         cfg = json.loads(p.read_text())
     except ValueError as e:
-        raise ConfigError(f"{p} is not valid JSON ({e}); restore the model's own config.json.") from None
+        raise ConfigError(f"{p} 不是合法的 JSON（{e}）；请恢复模型自己的 config.json。") from None
     if not isinstance(cfg, dict):
-        raise ConfigError(f"{p} holds a JSON {type(cfg).__name__}, not an object; restore the model's "
-                          f"own config.json.")
+        raise ConfigError(f"{p} 里是一个 JSON {type(cfg).__name__}，不是对象；请恢复模型自己的 config.json。")
     return cfg
 
 
@@ -151,15 +150,14 @@ def arch(config) -> Arch:
     missing = [k for k in REQUIRED_FIELDS if not isinstance(cfg.get(k), int) or cfg.get(k) <= 0]
     if missing:
         raise ConfigError(
-            f"config is missing required field(s) {', '.join(missing)} (need positive integers for "
-            f"{', '.join(REQUIRED_FIELDS)}). Pass the model's own config.json (Hugging Face format), "
-            f"e.g. load_config('qwen2.5-7b-instruct').")
+            f"配置缺少必需的字段 {', '.join(missing)}（{', '.join(REQUIRED_FIELDS)} 都要是正整数）。"
+            f"请传模型自己的 config.json（Hugging Face 格式），例如 load_config('qwen2.5-7b-instruct')。")
     heads = cfg["num_attention_heads"]
     kv_heads = cfg.get("num_key_value_heads") or heads
     head_dim = cfg.get("head_dim") or cfg["hidden_size"] // heads
     if cfg["hidden_size"] % heads and not cfg.get("head_dim"):
-        raise ConfigError(f"hidden_size {cfg['hidden_size']} is not divisible by num_attention_heads "
-                          f"{heads}; the config needs an explicit head_dim.")
+        raise ConfigError(f"hidden_size {cfg['hidden_size']} 不能被 num_attention_heads {heads} 整除；"
+                          f"配置里要明确写出 head_dim。")
     archs = cfg.get("architectures") or []
     model_type = cfg.get("model_type", "")
     is_qwen2 = model_type == "qwen2" or "Qwen2ForCausalLM" in archs

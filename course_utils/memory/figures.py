@@ -41,9 +41,9 @@ def misfit(layout: Layout) -> str:
         return ""
     kv = layout.kv
     short = kv.blocks_per_seq * kv.block_bytes - layout.kv_cache
-    return (f"does not fit: the KV cache is {short / GiB:.2f} GiB short of one {kv.context_len:,}-token "
-            f"sequence, so vLLM would refuse to start. Lower max_lora_rank, max_loras or the context, or raise "
-            f"gpu_memory_utilization.")
+    return (f"放不下（does not fit）：KV 缓存离一条 {kv.context_len:,} token 的序列还差 {short / GiB:.2f} GiB，"
+            f"vLLM 会拒绝启动（显存模型的预估）。调低 max_lora_rank、max_loras 或上下文长度，或者调高 "
+            f"gpu_memory_utilization。")
 
 
 def layout_table(p: Layout) -> str:
@@ -70,7 +70,8 @@ def layout_table(p: Layout) -> str:
 def draw(layouts: dict[str, Layout], ax=None, title: str = ""):
     """Horizontal stacked bars, one per labelled layout, with the card's total as vLLM sees it and the
     ``gpu_memory_utilization`` budget as lines, the LoRA slice labelled however thin it is, and a
-    "does not fit" mark (a model estimate) where the KV cache would get nothing."""
+    "does not fit" mark (a model estimate) in the row's label where the KV cache would get nothing; such a
+    bar ends at the card's total (what is reserved past the budget eats the unrequested rest)."""
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -78,7 +79,10 @@ def draw(layouts: dict[str, Layout], ax=None, title: str = ""):
     names = list(layouts)
     for row, name in enumerate(names):
         left = 0.0
+        total_gib = layouts[name].gpu_total / GiB
         for part, gib in parts(layouts[name]).items():
+            if part == "free":                    # over budget: what is reserved runs into the unrequested rest
+                gib = max(0.0, min(gib, total_gib - left))
             ax.barh(row, gib, left=left, color=COLORS[part], edgecolor="white",
                     label=LABELS[part] if row == 0 else None)
             if gib >= 1.2:
@@ -88,9 +92,6 @@ def draw(layouts: dict[str, Layout], ax=None, title: str = ""):
                 ax.annotate(f"LoRA {gib:.2f}", (left + gib / 2, row - 0.4), ha="center", va="bottom",
                             fontsize=8, color=COLORS[part])
             left += gib
-        if not layouts[name].fits:
-            ax.text(left, row, "  does not fit (model estimate):\n  vLLM would refuse to start", ha="left",
-                    va="center", fontsize=8, color="#C44E52")
     totals = {(p.gpu_total, p.requested) for p in layouts.values()}
     if len(totals) == 1:                          # one card and one budget for every bar: draw them once
         total, requested = (b / GiB for b in totals.pop())
@@ -99,7 +100,11 @@ def draw(layouts: dict[str, Layout], ax=None, title: str = ""):
         ax.axvline(requested, color="black", lw=1, ls="--",
                    label=f"gpu_memory_utilization={util:g} ({requested:.2f} GiB)")
     ax.set_ylim(len(names) - 0.5, -0.8)            # top row first, room above it for the LoRA label
-    ax.set_yticks(range(len(names)), names)
+    ax.set_yticks(range(len(names)), [f"{n}\ndoes not fit (model estimate):\nvLLM would refuse to start"
+                                      if not layouts[n].fits else n for n in names])
+    for label, name in zip(ax.get_yticklabels(), names):
+        if not layouts[name].fits:
+            label.set_color("#C44E52")
     ax.set_xlabel("GiB")
     ax.set_title(title)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)

@@ -164,8 +164,8 @@ def _awq_settings(a: Arch, quant) -> dict | None:
         if not q:
             return None
         if str(q.get("quant_method", "")).lower() != "awq":
-            raise MemoryModelError(f"quantization {q.get('quant_method')!r} in the config is not modelled; "
-                                   f"only AWQ int4 is (quant='awq'), or pass quant='none'.")
+            raise MemoryModelError(f"显存模型不认识配置里的量化方式 {q.get('quant_method')!r}；"
+                                   f"它只建模 AWQ int4（quant='awq'），或者传 quant='none'。")
         return _awq_from(q)
     if quant in (False, "none", "fp", "unquantized"):
         return None
@@ -174,7 +174,7 @@ def _awq_settings(a: Arch, quant) -> dict | None:
     if str(quant).lower() in ("awq", "awq_marlin", "int4"):
         q = a.quantization if a.quantization and a.quantization.get("quant_method") == "awq" else {}
         return _awq_from(q)
-    raise MemoryModelError(f"quant={quant!r} is not modelled; use None (follow the config), 'awq' or 'none'.")
+    raise MemoryModelError(f"显存模型不认识 quant={quant!r}；用 None（跟随配置）、'awq' 或 'none'。")
 
 
 def _awq_packs(d_in: int, d_out: int, bits: int = 4, group_size: int = 128) -> bool:
@@ -187,10 +187,10 @@ def awq_linear_bytes(d_in: int, d_out: int, bits: int = 4, group_size: int = 128
     """AutoAWQ GEMM tensors of one linear: qweight int32 (in, out*bits/32), scales fp16
     (in/group, out), qzeros int32 (in/group, out*bits/32)."""
     if bits != 4:
-        raise MemoryModelError(f"AWQ with {bits} bits: vLLM supports 4-bit AWQ only.")
+        raise MemoryModelError(f"{bits} 位的 AWQ：vLLM 只支持 4 位 AWQ。")
     if not _awq_packs(d_in, d_out, bits, group_size):
-        raise MemoryModelError(f"AWQ needs d_in ({d_in}) divisible by group_size ({group_size}) and d_out "
-                               f"({d_out}) divisible by {32 // bits}.")
+        raise MemoryModelError(f"AWQ 要求 d_in（{d_in}）能被 group_size（{group_size}）整除，d_out（{d_out}）"
+                               f"能被 {32 // bits} 整除。")
     pack = 32 // bits
     groups = d_in // group_size
     qweight = d_in * (d_out // pack) * 4
@@ -232,9 +232,9 @@ def check_max_lora_rank(max_lora_rank: int) -> None:
     """MemoryModelError unless vLLM's LoRAConfig accepts ``max_lora_rank``."""
     if max_lora_rank not in MAX_LORA_RANKS:
         fit = smallest_rank_that_fits(max_lora_rank)
-        hint = f" (the next allowed value is {fit})" if fit else ""
-        raise MemoryModelError(f"max_lora_rank={max_lora_rank} is not a value vLLM accepts; choose one of "
-                               f"{', '.join(map(str, MAX_LORA_RANKS))}{hint}.")
+        hint = f"（往上最近的允许值是 {fit}）" if fit else ""
+        raise MemoryModelError(f"max_lora_rank={max_lora_rank} 不是 vLLM 接受的取值；从 "
+                               f"{', '.join(map(str, MAX_LORA_RANKS))} 里选一个{hint}。")
 
 
 def adapter_module_shapes(adapter_config: dict, base_config) -> list[tuple[str, int, int, int]]:
@@ -242,8 +242,8 @@ def adapter_module_shapes(adapter_config: dict, base_config) -> list[tuple[str, 
     Follows peft: target_modules (list, regex or 'all-linear'), exclude_modules, rank_pattern,
     layers_to_transform. embed_tokens/lm_head targets are counted too."""
     if "r" not in adapter_config:
-        raise MemoryModelError(f"adapter config {adapter_config} has no 'r' (the LoRA rank); give the dict "
-                               f"peft wrote to adapter_config.json, e.g. {{'r': 16, 'target_modules': ['q_proj']}}.")
+        raise MemoryModelError(f"adapter 配置 {adapter_config} 里没有 'r'（LoRA 的秩）；请传 peft 写进 "
+                               f"adapter_config.json 的那个字典，例如 {{'r': 16, 'target_modules': ['q_proj']}}。")
     a = arch(base_config)
     shapes = projection_shapes(a)
     modules = [(module_path(layer, p), shapes[p]) for layer in range(a.layers) for p in PROJECTIONS]
@@ -286,13 +286,13 @@ def verify_adapter_size(path, base_config=None, name: str | None = None) -> Adap
     if base_config is None:
         base = info.base_model_name
         if not (Path(base) / "config.json").is_file():
-            raise MemoryModelError(f"adapter {info.name!r}: pass base_config (its base "
-                                   f"{base!r} is not a local folder with config.json).")
+            raise MemoryModelError(f"adapter {info.name!r}：请传 base_config（它写的基座 "
+                                   f"{base!r} 不是一个装着 config.json 的本地目录）。")
         base_config = base
     dtypes = {t["dtype"] for t in info.tensors.values()}
     if len(dtypes) != 1:
-        raise MemoryModelError(f"adapter {info.name!r} mixes tensor dtypes {sorted(dtypes)}; peft saves "
-                               f"every LoRA matrix in one dtype: re-save the adapter.")
+        raise MemoryModelError(f"adapter {info.name!r} 混用了几种张量 dtype {sorted(dtypes)}；peft 用同一个 dtype "
+                               f"保存所有 LoRA 矩阵：重新保存这个 adapter。")
     dt = dtype_name(dtypes.pop())
     params = adapter_params(info.config, base_config)
     size = AdapterSize(name=info.name, path=str(path), rank=info.rank, target_modules=info.target_modules,
@@ -300,10 +300,9 @@ def verify_adapter_size(path, base_config=None, name: str | None = None) -> Adap
                        file_bytes=info.weight_bytes)
     if not size.matches:
         raise MemoryModelError(
-            f"adapter {info.name!r}: the model gives {size.model_bytes:,} bytes (r={info.rank}, targets "
-            f"{info.target_modules}, {dt}) but adapter_model.safetensors holds {size.file_bytes:,}. "
-            f"Check that base_config is the adapter's base and that the adapter has no extra tensors "
-            f"(modules_to_save, biases).")
+            f"adapter {info.name!r}：显存模型算出 {size.model_bytes:,} 字节（r={info.rank}，目标 "
+            f"{info.target_modules}，{dt}），而 adapter_model.safetensors 里有 {size.file_bytes:,} 字节。"
+            f"检查 base_config 是不是这个 adapter 的基座，以及 adapter 有没有多余的张量（modules_to_save、bias）。")
     return size
 
 
@@ -352,7 +351,8 @@ def lora_buffers(config, max_loras: int, max_lora_rank: int, lora_dtype="bfloat1
 
 def lora_buffer_bytes(config, max_loras: int, max_lora_rank: int, lora_dtype="bfloat16",
                       lora_embeddings: bool | None = None, target_modules=None) -> int:
-    """Total bytes of vLLM's LoRA buffers: max_loras x max_lora_rank x sum(d_in + d_out) x dtype bytes."""
+    """Total bytes of vLLM's LoRA buffers: max_loras x max_lora_rank x sum(d_in + d_out) x dtype bytes, the sum over
+    every projection (slice) of every wrapped module: a fused qkv_proj counts q, k and v each with its own d_in."""
     return sum(b.bytes for b in lora_buffers(config, max_loras, max_lora_rank, lora_dtype,
                                              lora_embeddings, target_modules))
 
@@ -509,16 +509,16 @@ def _knobs(config, *, dtype, quant, gpu_total, util, max_loras, max_lora_rank, l
     out = []
     if not quant and all(_awq_packs(i, o) for i, o in projection_shapes(config).values()):
         awq = weight_bytes(config, dtype, "awq").total
-        out.append((weights - awq, "quantize the base to AWQ int4 (e.g. Qwen/Qwen2.5-7B-Instruct-AWQ)"))
+        out.append((weights - awq, "把基座换成 AWQ int4（例如 Qwen/Qwen2.5-7B-Instruct-AWQ）"))
     cur = lora_buffer_bytes(config, max_loras, max_lora_rank, lora_dtype, lora_embeddings)
     smaller = [(max(1, max_loras // 2), max_lora_rank), (max_loras, max(8, max_lora_rank // 4))]
     for lm, lr in smaller:
         if (lm, lr) != (max_loras, max_lora_rank):
             out.append((cur - lora_buffer_bytes(config, lm, lr, lora_dtype, lora_embeddings),
-                        f"lower max_loras x max_lora_rank to {lm} x {lr} (LoRA buffers scale with both)"))
+                        f"把 max_loras × max_lora_rank 降到 {lm} × {lr}（LoRA 缓冲区与两者都成正比）"))
     if util < 0.95:
-        out.append((int(gpu_total * 0.95) - int(gpu_total * util), "raise gpu_memory_utilization to 0.95"))
-    out.append((activation // 2, "halve max_num_batched_tokens (the activation peak scales with it)"))
+        out.append((int(gpu_total * 0.95) - int(gpu_total * util), "把 gpu_memory_utilization 提到 0.95"))
+    out.append((activation // 2, "把 max_num_batched_tokens 减半（激活峰值随它变）"))
     return sorted(out, reverse=True)
 
 
@@ -542,16 +542,15 @@ def plan(model_config, adapters=(), gpu_gb: float = 24, dtype="bfloat16", quant=
     cfg = load_config(model_config)
     a = arch(cfg)
     if max_loras < 1:
-        raise MemoryModelError(f"max_loras={max_loras}: vLLM needs max_loras >= 1.")
+        raise MemoryModelError(f"max_loras={max_loras}：vLLM 要求 max_loras >= 1。")
     check_max_lora_rank(max_lora_rank)
     if max_cpu_loras is None:
         max_cpu_loras = max_loras
     if max_cpu_loras < max_loras:
-        raise MemoryModelError(f"max_cpu_loras ({max_cpu_loras}) must be >= max_loras ({max_loras}): the GPU "
-                               f"slots are filled from the CPU cache. Set max_cpu_loras >= {max_loras} "
-                               f"or leave it None (= max_loras).")
+        raise MemoryModelError(f"max_cpu_loras（{max_cpu_loras}）必须 >= max_loras（{max_loras}）：GPU 槽位里的 adapter "
+                               f"都从主机缓存里来。把 max_cpu_loras 设成 >= {max_loras}，或者不设（= max_loras）。")
     if not 0 < gpu_memory_utilization <= 1:
-        raise MemoryModelError(f"gpu_memory_utilization={gpu_memory_utilization}: it is a fraction in (0, 1].")
+        raise MemoryModelError(f"gpu_memory_utilization={gpu_memory_utilization}：它是 (0, 1] 之间的比例。")
     w = weight_bytes(a, dtype, quant)
     model_dtype = w.dtype
     l_dtype = model_dtype if lora_dtype in (None, "auto") else dtype_name(lora_dtype)
@@ -561,10 +560,10 @@ def plan(model_config, adapters=(), gpu_gb: float = 24, dtype="bfloat16", quant=
     if too_big:
         worst = max(r for _, r in too_big)
         fit = smallest_rank_that_fits(worst)
-        fix = (f"Use max_lora_rank={fit}." if fit else
-               f"No max_lora_rank vLLM accepts holds rank {worst} (the largest is {MAX_LORA_RANKS[-1]}).")
-        raise MemoryModelError(f"adapter(s) {', '.join(f'{n} (rank {r})' for n, r in too_big)} exceed "
-                               f"max_lora_rank={max_lora_rank}; vLLM would refuse them. {fix}")
+        fix = (f"用 max_lora_rank={fit}。" if fit else
+               f"vLLM 接受的 max_lora_rank 都装不下秩 {worst}（最大是 {MAX_LORA_RANKS[-1]}）。")
+        raise MemoryModelError(f"adapter {', '.join(f'{n}（秩 {r}）' for n, r in too_big)} 超过了 "
+                               f"max_lora_rank={max_lora_rank}，vLLM 会拒绝它们。{fix}")
     host = sum(sorted((b for *_, b in entries), reverse=True)[:max_cpu_loras])
     total = int(gpu_bytes if gpu_bytes is not None else gpu_gb * GiB)
     requested = math.ceil(total * gpu_memory_utilization)
@@ -586,14 +585,14 @@ def plan(model_config, adapters=(), gpu_gb: float = 24, dtype="bfloat16", quant=
         knobs = _knobs(a, dtype=dtype, quant=w.quant, gpu_total=total, util=gpu_memory_utilization,
                        max_loras=max_loras, max_lora_rank=max_lora_rank, lora_dtype=l_dtype,
                        lora_embeddings=lora_embeddings, activation=act, weights=w.total)
-        advice = "; ".join(f"{txt} frees {b / GiB:.2f} GiB" for b, txt in knobs if b > 0)
-        left = (f"leave {kv_mem / GiB:.2f} GiB" if kv_mem >= 0
-                else f"exceed it by {-kv_mem / GiB:.2f} GiB")
+        advice = "；".join(f"{txt}，腾出 {b / GiB:.2f} GiB" for b, txt in knobs if b > 0)
+        left = (f"剩下 {kv_mem / GiB:.2f} GiB" if kv_mem >= 0
+                else f"超出 {-kv_mem / GiB:.2f} GiB")
         raise MemoryModelError(
-            f"no room for the KV cache: {total / GiB:.2f} GiB x {gpu_memory_utilization} = "
-            f"{requested / GiB:.2f} GiB requested; weights {w.total / GiB:.2f} + LoRA buffers "
-            f"{lora / GiB:.2f} + activation {act / GiB:.2f} + non-torch {nt / GiB:.2f} + CUDA graphs "
-            f"{cg / GiB:.2f} GiB {left}, and one {context_len}-token sequence needs {need / GiB:.3f} GiB "
-            f"of KV cache: short by {short / GiB:.2f} GiB. Fixes, largest first: {advice}.")
+            f"KV 缓存没有位置了（no room for the KV cache）：{total / GiB:.2f} GiB × {gpu_memory_utilization} = "
+            f"{requested / GiB:.2f} GiB 可用；权重 {w.total / GiB:.2f} + LoRA 缓冲区 {lora / GiB:.2f} + 激活峰值 "
+            f"{act / GiB:.2f} + 非 torch {nt / GiB:.2f} + CUDA graph {cg / GiB:.2f} GiB 之后{left}，而一条 {context_len} "
+            f"token 的序列需要 {need / GiB:.3f} GiB 的 KV 缓存：还差 {short / GiB:.2f} GiB。"
+            f"改法，按腾出的多少排：{advice}。")
     return layout
 

@@ -170,28 +170,28 @@ class Session:
             require_checkout()  # installed away from the checkout: say how to point to it
             folder = self.path.parent
             have = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
-            what = (f"profile {self.profile!r} has recordings for: {', '.join(have)}" if have
-                    else f"there are no recordings for profile {self.profile!r} in {_shown(folder.parent)}")
+            what = (f"配置 {self.profile!r} 有这些录制：{', '.join(have)}" if have
+                    else f"{_shown(folder.parent)} 里没有配置 {self.profile!r} 的录制")
             raise RecordingError(
-                f"read mode needs {_shown(self.path)}, which does not exist ({what}). "
-                f"Make it by running the lab live with recording on: "
-                f"`make record PROFILE={self.profile}` (or COURSE_PROFILE=tiny for the shipped recordings).")
-        fix = (f"Restore it with `git checkout -- {_shown(self.path)}` or re-record with "
-               f"`make record PROFILE={self.profile}`.")
+                f"阅读模式需要 {_shown(self.path)}，这个文件不存在（{what}）。"
+                f"在能现场运行的机器上打开录制跑一遍这一课就有了：`make record PROFILE={self.profile}`"
+                f"（或者用随仓库提供的录制：COURSE_PROFILE=tiny）。")
+        fix = (f"用 `git checkout -- {_shown(self.path)}` 恢复它，或用 "
+               f"`make record PROFILE={self.profile}` 重新录制。")
         try:
             data = json.loads(self.path.read_text())
         except ValueError as e:
-            raise RecordingError(f"{_shown(self.path)} is corrupt ({e}). {fix}") from None
+            raise RecordingError(f"{_shown(self.path)} 损坏了（{e}）。{fix}") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
-            raise RecordingError(f"{_shown(self.path)} is of another format ({found!r}; this code reads "
-                                 f"format {FORMAT}). {fix}")
+            raise RecordingError(f"{_shown(self.path)} 是另一种格式（{found!r}；这份代码读的是 "
+                                 f"format {FORMAT}）。{fix}")
         try:
             self.provenance, self.facts, self.calls = data["provenance"], data.get("facts", {}), data["calls"]
             for c in self.calls:
                 self._index.setdefault(c["key"], []).append(c)
         except (KeyError, TypeError) as e:
-            raise RecordingError(f"{_shown(self.path)} lacks {e} (format {FORMAT}). {fix}") from None
+            raise RecordingError(f"{_shown(self.path)} 缺少 {e}（format {FORMAT}）。{fix}") from None
 
     def _save(self):
         data = {"format": FORMAT, "provenance": self.provenance, "facts": self.facts, "calls": self.calls}
@@ -234,21 +234,19 @@ class Session:
 
     def _replay_entry(self, key: Key, digest: str, nth: int) -> dict:
         entries = self._index.get(digest, [])
-        what = f"this {key.kind} call{f' ({key.describe})' if key.describe else ''}"
+        what = f"这次 {key.kind} 调用{f'（{key.describe}）' if key.describe else ''}"
         if not entries:
             raise ReplayMiss(
-                f"read mode: {what} was not recorded. The recording {_shown(self.path)} only holds the calls the "
-                f"lab made when it was recorded; an edited input has no recorded answer. To run it for real, "
-                f"install the live engine (`make setup` on a machine with vLLM; on CPU this uses the tiny model) "
-                f"and set COURSE_MODE=live, then re-run the lab.")
+                f"阅读模式：{what}没有录制（not recorded）。录制 {_shown(self.path)} 里只有录制那次这一课发出的调用；"
+                f"改过的输入没有录下的回答。想真的运行它，就装上现场运行的环境（在有 vLLM 的机器上 `make setup`；"
+                f"CPU 上用 tiny 模型），设 COURSE_MODE=live，再运行这一课。")
         in_cell = [e for e in entries if e.get("cell") == self.cell]
         if in_cell:
             if nth < len(in_cell):
                 return in_cell[nth]
             raise ReplayMiss(
-                f"read mode: {what} was recorded {len(in_cell)} time(s) in this cell, and this is call number "
-                f"{nth + 1}. Read mode never repeats or guesses an answer; run the cell as it was recorded "
-                f"(re-running the cell starts its count again), or run it live (COURSE_MODE=live).")
+                f"阅读模式：{what}在这一格里录了 {len(in_cell)} 次，这是第 {nth + 1} 次。阅读模式从不重复或猜测回答；"
+                f"按录制时的样子运行这一格（重新运行这一格会从头计数），或者现场运行（COURSE_MODE=live）。")
         # A cell that was edited (its source changed) or a call from outside a notebook: the answer is
         # a fact only if every recording of this call gave the same one.
         outcomes = {json.dumps({k: e.get(k) for k in ("result", "error")}, sort_keys=True) for e in entries}
@@ -258,16 +256,15 @@ class Session:
         if len(outcomes) == 1 and nth < max(per_cell.values()):
             return entries[0]
         raise ReplayMiss(
-            f"read mode: {what} was recorded in other cells with {len(outcomes)} different answers, so "
-            f"which one belongs here is not known. Run the lab's cells as they were recorded, or run live "
-            f"(COURSE_MODE=live).")
+            f"阅读模式：{what}在别的格子里录过，有 {len(outcomes)} 种不同的回答，不知道这里该用哪一个。"
+            f"按录制时的样子运行这一课的格子，或者现场运行（COURSE_MODE=live）。")
 
     def fact(self, name: str, fn: Callable[[], Any]) -> Any:
         """A value read from the live installation (a default, a version), kept for read mode."""
         if self.mode == "replay":
             if name not in self.facts:
-                raise ReplayMiss(f"read mode: the fact {name!r} was not recorded in {_shown(self.path)}; "
-                                 f"re-record with `make record PROFILE={self.profile}`.")
+                raise ReplayMiss(f"阅读模式：{_shown(self.path)} 里没有录下 {name!r} 这一项（not recorded）；"
+                                 f"用 `make record PROFILE={self.profile}` 重新录制。")
             return localize(self.facts[name])
         value = fn()
         if self.recording:

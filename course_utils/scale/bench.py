@@ -49,6 +49,29 @@ def load(path=RECORDED) -> dict:
     return load_run(path, "scale-out sweep", "bench-scale")
 
 
+def warm_loads(rec: dict) -> dict:
+    """k -> policy -> loads in that policy's warm pass (passes 2-4; aware's is pass 4, after hash's)."""
+    out: dict = {}
+    for r in rec["rows"]:
+        if r["pass"] > 1:
+            out.setdefault(r["k"], {})[r["policy"]] = r["loads"]
+    return out
+
+
+def verdict(rec: dict) -> list[str]:
+    """What the sweep shows, said from its numbers: round robin's loads against adapter-aware routing's per
+    k, and at which k the gap between them is widest (as a ratio)."""
+    loads = warm_loads(rec)
+    ratio = {k: v["blind"] / max(v["aware"], 1) for k, v in loads.items()}
+    lines = [f"k={k}: round robin {v['blind']} loads, adapter-aware {v['aware']}, hash {v['hash']} "
+             f"(round robin / adapter-aware: {ratio[k]:.1f}x)" for k, v in sorted(loads.items())]
+    widest = max(ratio, key=ratio.get)
+    slots = widest * rec["replicas"]
+    lines.append(f"the ratio is widest at k={widest}, where the cluster's {slots} slots "
+                 f"{'hold' if slots >= rec['adapters'] else 'do not hold'} the whole shelf of {rec['adapters']}")
+    return lines
+
+
 def table(rec: dict):
     """Loads per policy (the warm passes) and k; hit rate = 1 - loads / requests."""
     import pandas as pd

@@ -8,8 +8,9 @@ replica, in front of the LLM replicas. The policy comes from the request's sessi
 * no header: Ray's default, ``PowerOfTwoChoicesRequestRouter`` with its multiplex preference (a replica
   that already holds the request's adapter first; else the ones holding the fewest) - adapter-aware;
 * ``policy=blind``: round robin over the replicas, the adapter ignored;
-* ``policy=hash``: static affinity, ``crc32(adapter) % replicas`` (what a consistent-hash router in front
-  of plain ``vllm serve`` processes gives).
+* ``policy=hash``: static affinity, ``crc32(model id) % replicas`` on the multiplexed model id Ray passes
+  (``"tiny:sql"``: base, colon, adapter), what a consistent-hash router in front of plain ``vllm serve``
+  processes gives.
 
 One deployment serves all three, so the lab starts the app once (about a minute on 2 CPU cores).
 Ray's experimental ``RoundRobinRouter`` is not adapter-blind (it keeps the multiplex preference), hence

@@ -17,9 +17,10 @@ from ..server.load import percentile   # the same percentiles as Lab 04's load t
 POLICY_HEADER = {"aware": None, "blind": "policy=blind", "hash": "policy=hash"}
 
 
-def hash_slot(adapter: str, replicas: int) -> int:
-    """Static affinity: the replica (by rank of replica id) that the hash policy sends ``adapter`` to."""
-    return zlib.crc32(adapter.encode()) % replicas
+def hash_slot(model_id: str, replicas: int) -> int:
+    """Static affinity: the replica (by rank of replica id) that the hash policy sends a request to, from its
+    multiplexed model id (``"tiny:sql"``, what the client writes as ``model``)."""
+    return zlib.crc32(model_id.encode()) % replicas
 
 
 def zipf_stream(names: list[str], n: int, s: float = 1.1, seed: int = 7) -> list[str]:
@@ -34,8 +35,8 @@ def zipf_stream(names: list[str], n: int, s: float = 1.1, seed: int = 7) -> list
 def send(port: int, model_id: str, stream: list[str], policy: str, concurrency: int = 4,
          max_tokens: int = 8) -> dict:
     """Send the stream to ``/v1/chat/completions``, ``concurrency`` at a time. A request answered 5xx is sent
-    once more: two requests that arrive together for an adapter no replica holds can both try to load it,
-    and Ray answers the second "already been loaded" (Ray 2.60.0). Both counts are returned."""
+    again, at most twice: two requests that arrive together for an adapter no replica holds can both try to
+    load it, and Ray answers the second "already been loaded" (Ray 2.60.0). Both counts are returned."""
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
 
     def one(item):
@@ -46,7 +47,7 @@ def send(port: int, model_id: str, stream: list[str], policy: str, concurrency: 
         if POLICY_HEADER[policy]:
             headers["x-session-id"] = POLICY_HEADER[policy]
         t0, first_error = time.perf_counter(), None
-        for _ in range(2):
+        for _ in range(3):
             try:
                 with urllib.request.urlopen(urllib.request.Request(url, json.dumps(body).encode(), headers),
                                             timeout=120) as r:

@@ -17,22 +17,22 @@ class ServerError(RuntimeError):
 
 CAUSES = [
     (re.compile(r"address already in use|errno 98", re.IGNORECASE),
-     "port in use: another process listens on this port; let the course pick a free port (port=None)."),
+     "端口被占用（port in use）：另一个进程在监听这个端口；让课程自己挑一个空闲端口（port=None）。"),
     (re.compile(r"greater than max_lora_rank|max_lora_rank", re.IGNORECASE),
-     "adapter rank too high: an adapter's rank is above --max-lora-rank; raise --max-lora-rank to the "
-     "smallest allowed value >= that rank."),
+     "adapter 的秩太高（adapter rank too high）：有个 adapter 的秩超过了 --max-lora-rank；把 --max-lora-rank "
+     "提到不小于那个秩的最小允许值。"),
     (re.compile(r"size of tensor|shape mismatch|must match the size|does not match the base|"
                 r"target_modules.*not.*found|unexpected.*lora", re.IGNORECASE),
-     "adapter made for another base: its weight shapes do not fit this base model; use an adapter "
-     "trained on this base (course_utils.check_adapter tells before starting)."),
+     "adapter 是为另一个基座做的（adapter made for another base）：它的权重形状对不上这个基座；用在这个基座上"
+     "训练的 adapter（启动前 course_utils.check_adapter 就能查出来）。"),
     (re.compile(r"out of memory|OutOfMemory|less than desired|Available memory on node|"
                 r"No available memory for the cache blocks|not enough memory", re.IGNORECASE),
-     "out of memory: lower --max-model-len, --max-num-seqs, --max-loras/--max-lora-rank or "
-     "gpu_memory_utilization (VLLM_CPU_KVCACHE_SPACE on CPU), or free the device."),
+     "内存不够（out of memory）：调低 --max-model-len、--max-num-seqs、--max-loras/--max-lora-rank 或 "
+     "gpu_memory_utilization（CPU 上是 VLLM_CPU_KVCACHE_SPACE），或者先腾出设备。"),
     (re.compile(r"No adapter found|adapter_config\.json|does not exist|No such file|not a valid|"
                 r"Loading lora .* failed|cannot find", re.IGNORECASE),
-     "bad adapter path: a --lora-modules path does not exist or is not a peft LoRA folder "
-     "(it needs adapter_config.json and adapter_model.safetensors)."),
+     "adapter 路径不对（bad adapter path）：--lora-modules 里有个路径不存在，或不是 peft 的 LoRA 目录"
+     "（要有 adapter_config.json 和 adapter_model.safetensors）。"),
 ]
 
 
@@ -42,10 +42,10 @@ def diagnose(log: str, returncode: int | None = None) -> str:
         if pattern.search(log):
             return cause
     if returncode is not None and returncode < 0:
-        return f"killed: the server process was ended by signal {signal.Signals(-returncode).name} during start."
+        return f"被杀掉了（killed）：服务进程在启动时被信号 {signal.Signals(-returncode).name} 结束。"
     if returncode is None:
-        return "timeout: the server did not answer /health in time (still loading? see the log)."
-    return f"the server exited with code {returncode}; see the log lines above."
+        return "超时（timeout）：服务没有按时回应 /health（还在加载？看日志）。"
+    return f"服务以退出码 {returncode} 结束；看上面的日志。"
 
 
 def log_tail(path: Path | None, n: int = 25) -> str:
@@ -60,10 +60,10 @@ def start_failure(label: str, returncode: int | None, log_path: Path | None, rea
     tail = log_tail(log_path, 25)
     cause = diagnose(log_tail(log_path, 400), returncode)
     if returncode is None:
-        what = f"did not answer /health within {ready_timeout:.0f} s"
+        what = f"在 {ready_timeout:.0f} 秒内没有回应 /health"
     elif returncode < 0:
-        what = f"was killed by {signal.Signals(-returncode).name} during start"
+        what = f"启动时被 {signal.Signals(-returncode).name} 杀掉了"
     else:
-        what = f"exited with code {returncode} during start"
-    return ServerError(f"vLLM server ({label}) {what}.\nLikely cause: {cause}\n"
-                       f"Last lines of its log ({log_path}):\n{tail}", cause=cause, log_tail=tail)
+        what = f"启动时以退出码 {returncode} 结束"
+    return ServerError(f"vLLM 服务（{label}）{what}。\n可能的原因：{cause}\n"
+                       f"它的日志最后几行（{log_path}）：\n{tail}", cause=cause, log_tail=tail)

@@ -166,8 +166,23 @@ def _burst(srv, models, per_model, prompt, max_tokens, scrape_every) -> dict:
     samples: list[dict] = []
     t_wall = time.time()
     t0 = time.monotonic()
+    go = threading.Barrier(len(jobs) + 1)      # every sender ready, then all send together
+    replies_in = threading.Event()
+
+    def sample():
+        try:
+            text = requests.get(srv.url("/metrics"), headers=srv.headers, timeout=5).text
+            samples.append({"t": round(time.monotonic() - t0, 3), **queue_sample(text)})
+        except requests.RequestException:
+            pass
+
+    def sampler():          # from before the first send until after the last reply
+        while not replies_in.is_set():
+            sample()
+            replies_in.wait(scrape_every)
 
     def one(i, model):
+        go.wait()
         t = time.monotonic()
         r = requests.post(srv.url("/v1/completions"), headers=srv.headers, timeout=120,
                           json={"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0,
@@ -175,21 +190,24 @@ def _burst(srv, models, per_model, prompt, max_tokens, scrape_every) -> dict:
         results[i] = {"model": model, "start": round(t - t0, 4), "end": round(time.monotonic() - t0, 4),
                       "status": r.status_code}
 
+    sample()                # the queue before anything is sent
     threads = [threading.Thread(target=one, args=(i, m), daemon=True) for i, m in enumerate(jobs)]
     for th in threads:
         th.start()
-    while any(th.is_alive() for th in threads):
-        try:
-            text = requests.get(srv.url("/metrics"), headers=srv.headers, timeout=5).text
-            samples.append({"t": round(time.monotonic() - t0, 3), **queue_sample(text)})
-        except requests.RequestException:
-            pass
-        time.sleep(scrape_every)
+    watcher = threading.Thread(target=sampler, daemon=True)
+    watcher.start()
+    go.wait()
     for th in threads:
         th.join()
-    wall = round(time.monotonic() - t0, 3)
+    replies_in.set()
+    watcher.join()
+    sample()                # and after the last reply
+    wall = round(max(r["end"] for r in results) - min(r["start"] for r in results), 3)
     text = requests.get(srv.url("/metrics"), headers=srv.headers, timeout=5).text
     lora_sets = sorted({",".join(s["running"]) for s in lora_info_samples(text) if s["time"] >= t_wall - 1})
+    starts = [r["start"] for r in results]
     return {"wall_seconds": wall, "requests": results, "samples": samples, "lora_running_label_sets": lora_sets,
+            "sends_spread_s": round(max(starts) - min(starts), 3),
+            "samples_during": sum(min(starts) <= s["t"] <= wall + min(starts) for s in samples),
             "max_running": max((s["running"] for s in samples), default=0),
             "max_waiting": max((s["waiting"] for s in samples), default=0)}
