@@ -151,6 +151,6 @@ def test_moving_max_lora_rank_redraws_and_says_when_it_does_not_fit(lab_server):
     assert img256 != img64, "the figure did not change"
     assert gib(text256, "LoRA buffers") == pytest.approx(4 * gib(text64, "LoRA buffers"), rel=0.01)
     assert gib(text256, "KV cache") < gib(text64, "KV cache")
-    assert "does not fit" in text256 and "vLLM would refuse to start" in text256
+    assert "does not fit" in text256 and "vLLM 会拒绝启动" in text256
     assert "-0." not in text256, "an over-budget setting must not show a negative KV cache"
     (SHOTS / "lab02_explorer.txt").write_text(f"max_lora_rank=64\n{text64}\n\nmax_lora_rank=256\n{text256}\n")
