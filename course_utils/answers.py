@@ -19,6 +19,7 @@ Nothing here raises for a student's input except :func:`curl` and :func:`json_ob
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import numbers
@@ -71,7 +72,11 @@ def number(answer) -> Number | None:
             return None
     if not isinstance(answer, str):
         return None
-    m = _NUMBER.match(answer.strip().strip("'\"`"))
+    text = answer.strip().strip("'\"`")
+    han = re.fullmatch(r"([零一二两三四五六七八九十])\s*(个|.{0,6})", text)
+    if han:
+        return Number(float("零一二三四五六七八九十".index(han[1].replace("两", "二"))), han[2])
+    m = _NUMBER.match(text)
     if not m:
         return None
     value = float(re.sub(r"[,_\u00a0 ']", "", m["num"]))
@@ -81,7 +86,8 @@ def number(answer) -> Number | None:
             return None
         value /= den
     raw = m["unit"].strip()
-    unit = "%" if m["pct"] else _UNIT_SPELLINGS.get(raw.lower(), raw)
+    first = re.split(r"[\s/(（,，]", raw, maxsplit=1)[0]
+    unit = "%" if m["pct"] else _UNIT_SPELLINGS.get(raw.lower(), _UNIT_SPELLINGS.get(first.lower(), raw))
     return Number(value, unit)
 
 
@@ -113,7 +119,7 @@ def close(got: float | None, want: float, rel: float = 0.02) -> bool:
 def kind(answer) -> str:
     """What sort of value ``answer`` is, in the words a hint uses."""
     names = {str: "字符串", int: "整数", float: "小数", bool: "布尔值（True/False）", list: "列表", tuple: "元组",
-             dict: "dict", set: "集合", bytes: "bytes"}
+             dict: " dict", set: "集合", bytes: " bytes"}
     return names.get(type(answer), f"一个 {type(answer).__name__} 对象")
 
 
@@ -135,18 +141,36 @@ def word(answer) -> str | None:
 
 # --- JSON --------------------------------------------------------------------------------------------
 
+def literal(answer):
+    """A dict or list written as text (JSON, or a Python literal such as ``"{1: 128, 2: 64}"``) as the value;
+    any other answer unchanged."""
+    if isinstance(answer, str) and answer.strip()[:1] in ("{", "["):
+        try:
+            return json.loads(answer)
+        except ValueError:
+            try:
+                return ast.literal_eval(answer.strip())
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                return answer
+    return answer
+
+
 def json_object(answer) -> dict:
-    """A dict as given, or the JSON object a string holds (any whitespace)."""
+    """A dict as given, or the JSON object a string holds (any whitespace; a Python dict literal is read too)."""
     if isinstance(answer, dict):
         return answer
     if isinstance(answer, (str, bytes)):
         try:
             value = json.loads(answer)
         except ValueError as e:
+            value = literal(answer) if isinstance(answer, str) else None
+            if isinstance(value, dict):
+                return value
             raise AnswerError(f"这不是合法的 JSON（读到第 {e.pos + 1} 个字符时读不下去）：键和字符串都要用双引号，"
                               f"最后一项后面不加逗号。") from None
         if isinstance(value, dict):
             return value
+        raise AnswerError(f"要的是一个 JSON 对象（{{...}}），这里的 JSON 是{kind(value)}。")
     raise AnswerError(f"要的是一个 JSON 对象（Python 里写成 dict，{{...}}），这里是{kind(answer)}。")
 
 
@@ -172,6 +196,7 @@ class Curl:
     headers: dict = field(default_factory=dict)  # lower-case name -> value
     data: list = field(default_factory=list)     # every -d/--data*/--json argument, in order
     options: list = field(default_factory=list)  # every option, as written
+    unexpanded: list = field(default_factory=list)   # $NAMEs inside single quotes (the shell leaves them as text)
 
 
 def _options(words: list[str]):
@@ -191,12 +216,38 @@ def _options(words: list[str]):
             yield None, w
 
 
+def _shell_scan(text: str) -> tuple[str, list[str]]:
+    """The command up to its first shell operator (``|``, ``;``, ``&``, ``<``, ``>`` outside quotes: a pipe into
+    jq is not part of the request), and the ``$NAME``s written inside single quotes."""
+    quote, unexpanded, i = None, [], 0
+    while i < len(text):
+        ch = text[i]
+        if quote is None:
+            if ch in "'\"":
+                quote = ch
+            elif ch == "\\":
+                i += 1
+            elif ch in "|;&<>":
+                return text[:i].rstrip(), unexpanded
+        elif ch == quote:
+            quote = None
+        elif quote == "'" and ch == "$":
+            m = re.match(r"\$\{?(\w+)", text[i:])
+            if m:
+                unexpanded.append(m[1])
+        elif quote == '"' and ch == "\\":
+            i += 1
+        i += 1
+    return text, unexpanded
+
+
 def curl(answer) -> Curl:
     """The parts of a curl command (a string starting with ``curl``, ``!curl`` or ``$ curl``)."""
     if not isinstance(answer, str):
         raise AnswerError(f"要的是一条 curl 命令（一个字符串），这里是{kind(answer)}。")
     text = re.sub(r"\\\s*\n", " ", answer.strip())
     text = re.sub(r"^(?:!|\$\s+|%%bash\s+)", "", text).strip()
+    text, unexpanded = _shell_scan(text)
     try:
         words = shlex.split(text)
     except ValueError as e:
@@ -223,11 +274,17 @@ def curl(answer) -> Curl:
             urls.append(arg)
         elif opt == "--oauth2-bearer":
             headers["authorization"] = f"Bearer {arg}"
+    if len(urls) > 1 and any(d.lstrip().startswith("{") for d in data):
+        raise AnswerError("JSON body 没有用单引号整个括起来：shell 把它拆成了好几段。写成 -d '{\"lora_name\": ..., ...}'。")
     if len(urls) != 1:
         raise AnswerError("这条命令里没有 URL。" if not urls else f"这条命令里有 {len(urls)} 个 URL（{', '.join(urls)}）：只写一个。")
     url = urls[0]
     parts = urlsplit(url if "://" in url else f"http://{url}")   # curl assumes http:// when none is written
+    if method is None and ({"-I", "--head"} & set(options)):
+        method = "HEAD"
+    if method is None and ({"-G", "--get"} & set(options)):
+        method = "GET"                             # -G sends the -d data in the URL of a GET
     method = method or ("POST" if data else "GET")
     host = parts.hostname or ""
     port = parts.netloc.rpartition("@")[2].rsplit("]", 1)[-1].partition(":")[2]   # "$PORT", "8000" or ""
-    return Curl(method, url, parts.scheme, host, parts.path, port, headers, data, options)
+    return Curl(method, url, parts.scheme, host, parts.path, port, headers, data, options, unexpanded)

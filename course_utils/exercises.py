@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from . import memory
 from .answers import (BYTE_UNITS, AnswerError, Number, close, curl, in_bytes, in_percent, is_count, json_object,
-                      kind, number, show, word)
+                      kind, literal, number, show, word)
 from .arch import MAX_LORA_RANKS, smallest_rank_that_fits
 
 QWEN = "qwen2.5-7b-instruct"
@@ -42,7 +42,9 @@ class Exercise:
 
 
 def _count(answer, what: str) -> int:
-    """A whole number (``2``, ``"2"``, ``"2 个"``), or AnswerError naming what was expected."""
+    """A whole number (``2``, ``"2"``, ``"2 个"``, ``"max_loras=2"``), or AnswerError naming what was expected."""
+    if isinstance(answer, str):
+        answer = re.sub(r"^\s*-{0,2}[A-Za-z][\w\-]*\s*[=:：]?\s*(?=[\d.+-])", "", answer)
     n = number(answer)
     if not is_count(n):
         if n is not None and not math.isfinite(n.value):
@@ -86,20 +88,23 @@ def _judge_requests(answer):
         return False, f"{len(answer)} 项对 {len(want)} 个 prompt：每个 prompt 一项，按 prompt 的顺序。"
     for i, (r, w) in enumerate(zip(answer, want)):
         if isinstance(r, str):
-            if r.strip().lower() == "none":
+            text = r.strip().lower()
+            if text in ("none", "null", "", "base", "基座", "裸基座", "no adapter"):
                 return False, f"第 {i} 项是字符串 {show(r)}：不用 adapter 的行写 Python 的 None，不加引号。"
-            var = LAB01_VARS.get(r.strip().lower(), "sql")
-            return False, (f"第 {i} 项是字符串 {show(r)}，不是 LoRARequest：写第 3 节登记的那个对象 {var}（不加引号），"
+            var = LAB01_VARS.get(text) or ("jsonfmt" if text == "jsonfmt" else None)
+            what = (f"第 3 节登记的那个对象 {var}" if var else
+                    f"第 3 节登记的对象之一（{', '.join(LAB01_VARS.values())}）")
+            return False, (f"第 {i} 项是字符串 {show(r)}，不是 LoRARequest：写{what}，不加引号；"
                            f"vLLM 靠它的名字、id 和路径找到 adapter。")
         if r is not None and _req(r)[0] is None:
             return False, f"第 {i} 项是{kind(r)}，既不是 LoRARequest 也不是 None。"
     got = [_req(r) for r in answer]
-    rows = ["SQL 问题", "给裸基座的问题", "转 JSON 的请求", "SQL 问题"]
+    rows = ["SQL 问题", "给裸基座的普通问题", "转 JSON 的请求", "SQL 问题"]
     for i, (g, w) in enumerate(zip(got, want)):
         if g == w:
             continue
         if w is None:
-            return False, f"第 {i} 行（{rows[i]}）问的是裸基座：这一项写 None，不写 adapter。"
+            return False, f"第 {i} 行是{rows[i]}：这一项写 None。"
         if g is None:
             return False, f"第 {i} 行（{rows[i]}）要用 {w[0]!r} adapter，None 会让它由裸基座回答。"
         if g[1] == w[1] and g[0] != w[0]:
@@ -124,33 +129,40 @@ def _judge_max_loras(answer):
         return False, "基座行（None）不占 LoRA 槽位：只数不同的 adapter。"
     if got == sum(a is not None for a in batch):
         return False, "sql 占了三行，但它是一个 adapter、只占一个槽位：数不同的 adapter，不数行。"
-    if 0 < got < want:
-        return False, (f"不会报错，但这批会被拆开跑（每步最多 {got} 个 adapter）：答案不变，引擎要多走步数。"
+    if got < 1:
+        return False, "max_loras 至少是 1：vLLM 拒绝 0 或负数。"
+    if got < want:
+        return False, (f"不会报错，但这批会被拆开跑（每步最多 {got} 个 adapter）：每行的输出不变，只是引擎要多走几步。"
                        f"题目问的是同一步里一起跑。")
     if got > want:
         return False, f"{got} 个槽位也能一起跑，但多出来的槽位白占显存：题目问的是至少要几个。"
     return False, f"不是 {show(answer)}：数一数这批里有几个不同的 adapter。"
 
 
-def _choice(answer, options: dict[str, set[str]]) -> str | None:
-    """Which of ``options`` (key -> accepted spellings, compared with :func:`word`) the answer names."""
-    w = word(str(answer)) if isinstance(answer, (int, str)) and not isinstance(answer, bool) else None
-    if w is None:
+SAME = ("same", "equal", "相同", "一样", "差不多", "不变")
+
+
+FILLER = ("maxloras", "default", "默认", "更多", "的引擎", "引擎", "那个", "more", "steps", "步数", "步", "engine",
+          "the", "(", ")", "（", "）", "=", "的", "多")
+
+
+def _more_steps_choice(answer) -> str | None:
+    """"max_loras=1" for 1, "max_loras=1 更多", "默认 max_loras=1", "default"; "max_loras=4"; "same"; None."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, str)):
         return None
-    for key, spellings in options.items():
-        if w in {word(s) for s in spellings}:
-            return key
-    return None
-
-
-MORE_STEPS = {"max_loras=1": {"max_loras=1", "max-loras=1", "max_loras 1", "1", "default", "the default",
-                              "默认", "默认值", "max_loras=1（默认）", "max_loras=1 (default)"},
-              "max_loras=4": {"max_loras=4", "max-loras=4", "max_loras 4", "4"},
-              "same": {"same", "equal", "the same", "相同", "一样", "一样多", "差不多"}}
+    w = word(str(answer))
+    if w in {word(x) for x in SAME}:
+        return "same"
+    default = any(x in w for x in ("default", "默认"))
+    for filler in FILLER:
+        w = w.replace(filler, "")
+    if w == "1" or (w == "" and default):
+        return "max_loras=1"
+    return "max_loras=4" if w == "4" and not default else None
 
 
 def _judge_steps(answer):
-    choice = _choice(answer, MORE_STEPS)
+    choice = _more_steps_choice(answer)
     if choice == "max_loras=1":
         return True, ("对：只有一个槽位时，调度器每一步只放行一个 adapter 的行，其余排队，同一批请求要走更多步；"
                       "每一行的答案不变。")
@@ -158,7 +170,7 @@ def _judge_steps(answer):
         return False, "槽位多了，几个 adapter 能在同一步里一起跑，所以 max_loras=4 要的步数更少，不是更多。"
     if choice == "same":
         return False, "每一行的答案确实不变，但步数变了：只有一个槽位时，adapter 要排队轮流。"
-    return False, f'{show(answer)} 不是三个选项之一：答 "max_loras=1"、"max_loras=4" 或 "same"（一样多）。'
+    return False, f'{show(answer)} 读不出是哪一个：答 "max_loras=1"、"max_loras=4" 或 "same"（一样多），只选一个。'
 
 
 # --- Lab 02 --------------------------------------------------------------------------------------
@@ -187,8 +199,9 @@ def _unit_slips(n: Number, want: float) -> str | None:
                 return f"{_fmt(n.value)} 是按 {unit} 算的吧？不写单位就按字节算：写成 \"{_fmt(n.value)} {unit}\" 或 {want:,.0f}。"
     for dec, binary in (("KB", "KiB"), ("MB", "MiB"), ("GB", "GiB")):
         if n.unit == dec and close(n.value * BYTE_UNITS[binary], want, TOLERANCE):
+            gap = 100 * abs(1 - n.value * BYTE_UNITS[dec] / want)
             return (f"{dec} 是 {BYTE_UNITS[dec]:,} 字节，{binary} 是 {BYTE_UNITS[binary]:,} 字节：{_fmt(n.value)} {binary} 才是 "
-                    f"{want:,.0f} 字节，{_fmt(n.value)} {dec} 差了 {100 * (1 - BYTE_UNITS[dec] / BYTE_UNITS[binary]):.0f}%。")
+                    f"{want:,.0f} 字节，{_fmt(n.value)} {dec} 差了约 {gap:.1f}%，超出 ±{TOLERANCE:.0%}。")
     if close(n.value, want * 8, TOLERANCE) and n.unit in ("", "B"):
         return "这是比特数：一个 bf16 的数是 16 比特、2 字节，题目问的是字节。"
     return None
@@ -241,9 +254,21 @@ def _judge_lora_buffer(answer):
         return False, "多了一倍：每个 bf16 数 2 字节（不是 float32 的 4 字节），秩按 max_lora_rank=32 算。"
     if close(got, want / layers, TOLERANCE):
         return False, f"这是一层的；Qwen2.5-7B 有 {layers} 层，每层都有自己的槽位，再乘 {layers}。"
+    if close(got, _fused_as_one(want), TOLERANCE):
+        return False, ("这是把融合层当成一个投影算的：qkv_proj 里 q、k、v 三个切片各有一块 A（少算了两块），"
+                       "gate_up_proj 里 gate、up 各有一块 A（少算了一块）。第 4 节：按切片算。")
     return False, (f"不是 {show(answer)}：对每一层、每个被包装的投影（融合层里每个切片各算一次），把 "
-                   f"max_loras × max_lora_rank × (d_in + d_out) × 2 字节加起来（memory.lora_buffer_bytes 就是这样算的，"
-                   f"可以先在一层、一个投影上试）。")
+                   f"max_loras × max_lora_rank × (d_in + d_out) × 2 字节加起来（可以先在一层、一个投影上算）。")
+
+
+def _fused_as_one(want: int) -> float:
+    """The LoRA buffer with qkv_proj and gate_up_proj counted as one projection each (one A for the fused input)."""
+    s = memory.projection_shapes(memory.load_config(QWEN))
+    per_slice = sum(s[p].d_in + s[p].d_out for p in s)
+    fused = (s["q_proj"].d_in + s["q_proj"].d_out + s["k_proj"].d_out + s["v_proj"].d_out
+             + s["o_proj"].d_in + s["o_proj"].d_out + s["gate_proj"].d_in + s["gate_proj"].d_out + s["up_proj"].d_out
+             + s["down_proj"].d_in + s["down_proj"].d_out)
+    return want * fused / per_slice
 
 
 SHELF = {"sql": 16, "support": 8, "medical": 48}
@@ -286,7 +311,7 @@ def _setting_key(key) -> int | None:
 
 
 def _judge_steps_03(answer):
-    want = steps_answer()
+    want, answer = steps_answer(), literal(answer)
     if isinstance(answer, (list, tuple)) and len(answer) == len(want):
         answer = dict(zip(want, answer))            # [steps at 1, steps at 2], in the order asked
     if not isinstance(answer, dict):
@@ -298,12 +323,15 @@ def _judge_steps_03(answer):
     missing = [k for k in want if k not in keys.values()]
     if missing:
         return False, f"缺了 max_loras={missing[0]} 那一项：dict 里要有 1 和 2 两个键。"
+    blank = [keys[k] for k, v in answer.items() if v is ...]
+    if blank:
+        return False, f"max_loras={blank[0]} 那一项还没填。"
     got = {keys[k]: _count(v, f"max_loras={keys[k]} 的步数") for k, v in answer.items()}
     if got == want:
         return True, (f"对：{LAB03_ADAPTERS} 个 adapter 按 max_loras 分波轮流，每一波 {LAB03_TOKENS} 步"
                       f"（每一步每个请求前进一个 token）；基座行每一波都跟着跑。")
     if all(v == LAB03_TOKENS for v in got.values()):
-        return False, "调度器不会多变出槽位：槽位比 adapter 少时，其余 adapter 的行要等，整批要走更多步。"
+        return False, "调度器不会凭空多出槽位：槽位比 adapter 少时，其余 adapter 的行要等，整批要走更多步。"
     if got == {k: (v // LAB03_TOKENS + 1) * LAB03_TOKENS for k, v in want.items()}:
         return False, "基座行不占槽位：它们不单独成一波，每一步都跟着正在跑的 adapter 一起前进。"
     if got == {1: LAB03_ADAPTERS * 4 * LAB03_TOKENS, 2: LAB03_ADAPTERS * 2 * LAB03_TOKENS}:
@@ -321,7 +349,9 @@ CONFIG_KEYS = {"maxlorarank": "max_lora_rank", "maxloras": "max_loras", "maxcpul
 
 def _config(answer) -> dict:
     """{"max_lora_rank": ..., ...} from a dict, or from "max_lora_rank=64, max_loras=3" / "--max-lora-rank 64 ..."."""
+    answer = literal(answer)
     if isinstance(answer, str):
+        answer = answer.translate(str.maketrans("，；：＝", ",;:="))
         pairs = re.findall(r"(-*[A-Za-z_\-]+)\s*[=:\s]\s*([^\s,;]+)", answer)
         if not pairs:
             raise AnswerError(f'读不出设置：写成 dict {{"max_lora_rank": ..., "max_loras": ...}}，这里是 {show(answer)}。')
@@ -331,6 +361,8 @@ def _config(answer) -> dict:
     out, extra = {}, []
     for k, v in answer.items():
         key = CONFIG_KEYS.get(word(k)) if isinstance(k, str) else None
+        if isinstance(k, str) and word(k) == "enablelora":      # right, and beside the question
+            continue
         if key is None:
             extra.append(k)
         else:
@@ -355,22 +387,26 @@ def _judge_config(answer):
     if rank > rank_want:
         return False, (f"每个槽位都按 max_lora_rank 预留：{rank} 要 {rank_want} 的 {rank // rank_want} 倍显存，"
                        f"从 KV 缓存里扣，却没有哪个 adapter 用得上。")
+    if slots < 1:
+        return False, "max_loras 至少是 1：vLLM 拒绝 0 或负数（第 0 节的实验计划检查）。"
     if cpu is not None and cpu < slots:
         return False, f"max_cpu_loras（{cpu}）不能小于 max_loras（{slots}）：GPU 槽位里的 adapter 都从主机缓存里来，vLLM 会拒绝启动。"
     if slots == LAB03_IN_FLIGHT:
-        shelf, rest = len(LAB03_SHELF), len(LAB03_SHELF) - LAB03_IN_FLIGHT
-        host = (f"你把 max_cpu_loras 设成了 {cpu}，整个货架都留在主机内存里，换进槽位时不用读盘。" if cpu and cpu >= shelf else
-                f"另外 {rest} 个 adapter 用到时才换进槽位；max_cpu_loras 不设时等于 max_loras（{LAB03_IN_FLIGHT}），"
-                f"主机内存里也只留 {max(cpu or 0, LAB03_IN_FLIGHT)} 个，其余的要从磁盘重读——想让整个货架留在主机内存里，"
-                f"把 max_cpu_loras 设成 {shelf}。")
+        shelf, held = len(LAB03_SHELF), cpu or slots
+        setting = f"max_cpu_loras={cpu}" if cpu else f"max_cpu_loras 不设时等于 max_loras（{slots}）"
+        host = (f"另外 {shelf - slots} 个 adapter 用到时才换进槽位；你把 max_cpu_loras 设成了 {cpu}，整个货架都留在主机内存里，"
+                f"换进槽位时不用读盘。" if held >= shelf else
+                f"另外 {shelf - slots} 个 adapter 用到时才换进槽位；{setting}，主机内存里只留 {held} 个，"
+                f"其余 {shelf - held} 个用到时要从磁盘重读。想让整个货架留在主机内存里，把 max_cpu_loras 设成 {shelf}。")
         return True, (f"对：max_lora_rank={rank_want} 装得下最大的 codegen，max_loras={LAB03_IN_FLIGHT} 覆盖同一时刻"
                       f"在跑的 adapter。{host}")
     if slots == len(LAB03_SHELF):
-        return False, (f"货架上每个 adapter 一个槽位，就为从不同时在跑的 {len(LAB03_SHELF) - LAB03_IN_FLIGHT} 个 adapter "
-                       f"预留了显存：槽位跟着流量定，货架放在主机缓存里（max_cpu_loras）。")
+        return False, (f"货架上每个 adapter 一个槽位：同一时刻最多 {LAB03_IN_FLIGHT} 个在跑，任意时刻总有 "
+                       f"{len(LAB03_SHELF) - LAB03_IN_FLIGHT} 个槽位空着，白占显存。槽位跟着流量定，货架放在主机缓存里"
+                       f"（max_cpu_loras）。")
     if slots < LAB03_IN_FLIGHT:
-        return False, (f"只有 {slots} 个槽位时，第三个 adapter 的请求要等槽位空出来：不报错，只是步数变多"
-                       f"（Lab 03 第 3 节）。")
+        return False, (f"只有 {slots} 个槽位时，同时在跑的 {LAB03_IN_FLIGHT} 个 adapter 里有 {LAB03_IN_FLIGHT - slots} 个"
+                       f"要等槽位空出来：不报错，只是步数变多（Lab 03 第 3 节）。")
     return False, f"max_loras={slots}：同一时刻最多有几个不同的 adapter 在跑？"
 
 
@@ -397,6 +433,11 @@ def _judge_lora_share(answer):
         return False, "这只算了 shrink 或 expand 其中一个：LoRA 两个都加，A（r × d_in）和 B（d_out × r）。"
     if close(got, want * 2, TOLERANCE):
         return False, "多了一倍：检查秩是不是用了 16（不是 32），以及 shrink 和 expand 有没有各算了两次。"
+    from .engine import flops
+
+    whole = 100 * flops.overhead(memory.load_config(QWEN), 16)["fraction"]
+    if close(got, whole, TOLERANCE):
+        return False, f"{whole:.2f}% 是一层里 7 个投影合起来的比例（Lab 05 的表）；题目只问 q_proj（3584 → 3584）。"
     return False, f"不是 {show(answer)}：拿 r·(d_in + d_out) 和 q_proj（3584 → 3584）的 d_in·d_out 比。"
 
 
@@ -427,9 +468,29 @@ LOAD_FIELDS = _fields("vllm.entrypoints.serve.lora.protocol", "LoadLoRAAdapterRe
 ROLES = {"system", "user", "assistant", "tool", "developer"}
 
 
+def _bad_value(body: dict) -> str | None:
+    """A hint for a common field whose value vLLM would refuse (400), None if they look right."""
+    def num(v):
+        return None if isinstance(v, bool) else number(v) if isinstance(v, (int, float)) else None
+    checks = {"temperature": lambda n: n is not None and n.value >= 0,
+              "top_p": lambda n: n is not None and 0 < n.value <= 1,
+              "max_tokens": lambda n: n is not None and is_count(n) and n.value >= 1,
+              "max_completion_tokens": lambda n: n is not None and is_count(n) and n.value >= 1,
+              "n": lambda n: n is not None and is_count(n) and n.value >= 1}
+    for k, ok in checks.items():
+        if k in body and body[k] is not None and not ok(num(body[k])):
+            return f"{k}={show(body[k])} 不是它能取的值（vLLM 会回 400）：写一个合适的数，或者不写这个字段。"
+    if "model" in body and not isinstance(body["model"], str):
+        return f"\"model\" 是一个字符串（模型名），这里是{kind(body['model'])}。"
+    return None
+
+
 def _judge_request_body(answer):
     body = json_object(answer)
     model, msgs = body.get("model"), body.get("messages")
+    bad = _bad_value(body)
+    if bad:
+        return False, bad
     if model is None:
         return False, "没有 \"model\" 字段：服务端靠它选 adapter（或基座），它是必填的。"
     if "prompt" in body and msgs is None:
@@ -442,16 +503,19 @@ def _judge_request_body(answer):
                        f"（只在调试日志里记一笔）。{where}")
     if model != "support":
         case = "（名字区分大小写）" if isinstance(model, str) and model.lower() == "support" else ""
-        return False, (f"\"model\": {show(model)} 请求的是那个模型；服务上的每个 adapter 都是一个独立的模型名：在 \"model\" "
-                       f"里写它的名字 \"support\"{case}。")
+        return False, (f"\"model\" 写的是 {show(model)}，服务端会去找叫这个名字的模型；每个 adapter 在服务上都有自己的"
+                       f"模型名，这里写 \"support\"{case}。")
     if not isinstance(msgs, list) or not msgs or not all(isinstance(m, dict) for m in msgs):
         return False, 'messages 是一个列表，每一项是 {"role": ..., "content": ...}。'
     roles = [m.get("role") for m in msgs]
-    if any(r not in ROLES for r in roles):
-        bad = next(r for r in roles if r not in ROLES)
-        return False, f"role {show(bad)} 不是聊天消息的角色：用 \"user\"（也有 \"system\"、\"assistant\"）。"
-    if roles[-1] != "user" or not str(msgs[-1].get("content") or "").strip():
-        return False, '最后一条消息要是用户的问题：{"role": "user", "content": "Where is my order?"}。'
+    odd = next((r for r in roles if not isinstance(r, str) or r not in ROLES), None)
+    if odd is not None or None in roles:
+        return False, f"role {show(odd)} 不是聊天消息的角色：用 \"user\"（也有 \"system\"、\"assistant\"）。"
+    content = msgs[-1].get("content")
+    if roles[-1] != "user" or not isinstance(content, str) or not content.strip():
+        return False, '最后一条消息要是用户的问题，content 是一段文字：{"role": "user", "content": "Where is my order?"}。'
+    if "order" not in content.lower() and "订单" not in content:
+        return False, f"用户问的是 {show(content)}；题目里用户的问题是 \"Where is my order?\"。"
     return True, ("对：adapter 的名字写在 \"model\" 里；服务端给 messages 套上聊天模板，用 support adapter 跑这个请求。")
 
 
@@ -460,6 +524,9 @@ ADAPTER_NAMES = ("sql", "support", "medical", "json")
 
 def _judge_curl_load(answer):
     c = curl(answer)
+    if c.unexpanded:
+        return False, (f"单引号里的 ${c.unexpanded[0]} 不会被 shell 展开，服务端收到的就是这几个字面字符：URL 和 "
+                       f"Authorization 头用双引号（\"...\"）括起来，只有 JSON body 用单引号。")
     if c.path.rstrip("/") == "/v1/load_lora_adapter" and c.path.endswith("/"):
         return False, ("URL 末尾多了一个 /：端点是 /v1/load_lora_adapter，多一个斜杠就是另一个路径，"
                        "服务端只回一个重定向，adapter 不会被加载。")
@@ -470,13 +537,19 @@ def _judge_curl_load(answer):
     if c.scheme != "http":
         return False, f"{c.scheme}:// 不行：本课的服务没开 TLS，用 http://（或者不写，curl 默认就是 http）。"
     if not c.port:
-        return False, "URL 里没有端口：本课的服务听在 $PORT 上，写 http://127.0.0.1:$PORT/v1/load_lora_adapter。"
+        return False, "URL 里没有端口：本课的服务监听在 $PORT 上，写 http://127.0.0.1:$PORT/v1/load_lora_adapter。"
+    if c.port not in ("$PORT", "${PORT}"):
+        return False, (f"端口写成了 {c.port}：本课的服务每次启动的端口可能不同，用环境变量 $PORT"
+                       f"{'（前面少了 $）' if c.port == 'PORT' else ''}。")
     if c.method != "POST":
         return False, f"{c.method} 会被拒绝：加载端点只收 POST，带一个 JSON 的 body（-d '...'）。"
     auth = c.headers.get("authorization", "")
     if not auth.lower().startswith("bearer ") or not auth[7:].strip():
         return False, "没有 Authorization: Bearer $VLLM_API_KEY 这个头：不带 key，服务端回 401。"
-    if "json" not in c.headers.get("content-type", ""):
+    if auth[7:].strip() not in ("$VLLM_API_KEY", "${VLLM_API_KEY}"):
+        missing = "（前面少了 $）" if auth[7:].strip() == "VLLM_API_KEY" else ""
+        return False, f"key 写成了 {show(auth[7:].strip())}{missing}：用环境变量 $VLLM_API_KEY（每次启动随机生成的 key）。"
+    if c.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
         return False, "加上 -H \"Content-Type: application/json\"（或用 --json）：不写的话 curl 按表单数据发送，服务端不会把它当 JSON 读。"
     if not c.data:
         return False, "没有 body：加上 -d '{\"lora_name\": ..., \"lora_path\": ...}'。"
@@ -498,17 +571,19 @@ def _judge_curl_load(answer):
                        f"vLLM 会悄悄丢掉它。")
     if body.get("lora_name") != "json":
         return False, f"lora_name 是 {show(body.get('lora_name'))}；要加载的 adapter 叫 \"json\"。"
-    path = str(body.get("lora_path") or "").strip()
+    if not isinstance(body.get("lora_path", ""), str):
+        return False, f"lora_path 是一个字符串（目录的路径），这里是{kind(body['lora_path'])}。"
+    path = (body.get("lora_path") or "").strip()
     if not path:
         return False, "缺 lora_path：服务端要从这个目录读 adapter。"
     last = PurePosixPath(path.rstrip("/")).name.lower()
     if last.endswith((".safetensors", ".json", ".bin")):
         return False, f"lora_path 指向的是文件 {last}；要写 adapter 所在的目录（里面有 adapter_config.json）。"
-    other = [a for a in ADAPTER_NAMES if a != "json" and a in last and "json" not in last]
+    other = [a for a in ADAPTER_NAMES if a != "json" and a in last]
     if other:
-        return False, f"lora_path 的最后一级 {last!r} 是 {other[0]} adapter 的目录：名字叫 json，装进去的却是 {other[0]} 的权重。"
-    if "json" not in last:
-        return False, f"lora_path 的最后一级是 {last!r}：要写 json adapter 所在的目录（例如 data/tiny/adapters/json）。"
+        return False, f"lora_path 的最后一级 {show(last)} 是 {other[0]} adapter 的目录：名字叫 json，装进去的却是 {other[0]} 的权重。"
+    if last != "json":
+        return False, f"lora_path 的最后一级是 {show(last)}：要写 json adapter 所在的目录（例如 data/tiny/adapters/json）。"
     return True, ("对：POST /v1/load_lora_adapter，带上 key 和 {\"lora_name\", \"lora_path\"}；加载之后 "
                   "\"json\" 就是 /v1/models 里一个独立的模型。")
 
@@ -522,16 +597,16 @@ LAB04_STATUS = {"no API key": 401, "adapter unloaded": 404, "same name loaded ag
 LAB04_WHY = {"no API key": "不带 key，服务端在看请求内容之前就回 401 Unauthorized",
              "adapter unloaded": "卸载之后它就不是模型了：和任何不存在的模型名一样，404",
              "same name loaded again": "名字重复是客户端的错，处理函数用 400 说明",
-             "rank above --max-lora-rank": "秩的检查在 worker 里失败，以 500 返回，不是 400"}
+             "rank above --max-lora-rank": "秩的检查在 worker 里失败，以 500 返回"}
 
 
 def _status(value) -> int | None:
-    """401 from 401, "401", "401 Unauthorized", "HTTP 401"."""
+    """401 from 401, "401", "401 Unauthorized", "HTTP 401"; None for anything else ("401 or 403", 401.5)."""
     n = number(value)
-    if n is not None and n.unit == "" and n.value == int(n.value):
-        return int(n.value)
-    m = re.search(r"\b([1-5]\d\d)\b", value) if isinstance(value, str) else None
-    return int(m[1]) if m else None
+    if n is not None and n.unit == "":
+        return int(n.value) if math.isfinite(n.value) and n.value == int(n.value) else None
+    codes = set(re.findall(r"(?<![\d.])[1-5]\d\d(?![\d.])", value)) if isinstance(value, str) else set()
+    return int(codes.pop()) if len(codes) == 1 else None
 
 
 def _judge_status(answer):
@@ -553,12 +628,12 @@ def _judge_status(answer):
     codes = {k: _status(v) for k, v in got.items()}
     unread = [k for k, v in codes.items() if v is None]
     if unread:
-        return False, f"{unread[0]!r} 的 {show(got[unread[0]])} 读不出状态码：写一个三位数，例如 200。"
+        return False, f"{show(unread[0])} 的 {show(got[unread[0]])} 读不出一个状态码：只写一个三位数，例如 200。"
     wrong = [k for k in LAB04_STATUS if codes[k] != LAB04_STATUS[k]]
     if not wrong:
         return True, ("对：401（没有 key）、404（没有这个模型）、400（请求本身不对），秩超限是 500，"
                       "因为那个检查在 worker 里失败：要读 message，不能只看状态码。")
-    return False, "；".join(f"{k}：{LAB04_WHY[k]}" for k in wrong) + "。"
+    return False, "；".join(f"{k}：你写的是 {codes[k]}，{LAB04_WHY[k]}" for k in wrong) + "。"
 
 
 # --- Lab 05 --------------------------------------------------------------------------------------
@@ -569,7 +644,7 @@ LAB05_ADAPTER = {"r": 16, "lora_alpha": 32}
 def _judge_scaling(answer):
     want, n = LAB05_ADAPTER["lora_alpha"] / LAB05_ADAPTER["r"], number(answer)
     if n is None or n.unit not in ("", "x"):
-        return False, f"要的是一个数（例如 0.5，或 \"16/32\"）；这里是{kind(answer)} {show(answer)}。"
+        return False, f"要的是一个数（例如 0.25，或写成分数 \"1/4\"）；这里是{kind(answer)} {show(answer)}。"
     got = n.value
     if close(got, want, TOLERANCE):
         return True, (f"对：alpha / r = {LAB05_ADAPTER['lora_alpha']} / {LAB05_ADAPTER['r']} = {want:g}；"
@@ -599,6 +674,7 @@ def _int_list(answer) -> list[int]:
     if hasattr(answer, "tolist") and not isinstance(answer, (str, bytes)):
         answer = answer.tolist()
     if isinstance(answer, str):
+        answer = re.sub(r"^\s*(?:torch\.|np\.|numpy\.)?(?:tensor|array)\s*", "", answer).replace("，", ",")
         if re.search(r"[^\s\d,\-\[\]()+]", answer):
             raise AnswerError(f"读不出整数列表：{show(answer)}。写成 [0, 0, -1, ...] 这样的列表。")
         found = [int(x) for x in re.findall(r"[+-]?\d+", answer)]
@@ -607,10 +683,12 @@ def _int_list(answer) -> list[int]:
         return found
     if not isinstance(answer, (list, tuple)):
         raise AnswerError(f"要的是一个整数列表，每个 token 一项；这里是{kind(answer)}。")
+    if answer and all(isinstance(x, (list, tuple)) for x in answer):
+        raise AnswerError("这是每行一个列表：把它们按行的顺序接成一个列表，每个 token 一项。")
     out = []
     for x in answer:
         n = number(x)
-        if n is None or n.unit != "" or n.value != int(n.value):
+        if n is None or n.unit != "" or not math.isfinite(n.value) or n.value != int(n.value):
             raise AnswerError(f"列表里的 {show(x)} 不是整数：每一项是一个槽位下标（-1 表示不用 adapter）。")
         out.append(int(n.value))
     return out
@@ -625,13 +703,15 @@ def _judge_indices(answer):
     if got == [LAB05_IDS[a] if a else -1 for a, n in LAB05_ROWS for _ in range(n)]:
         return False, "这些是 LoRA id；算子按槽位下标去取堆叠的缓冲区。"
     if got == [LAB05_SLOTS[a] if a else 0 for a, n in LAB05_ROWS for _ in range(n)]:
-        return False, "槽位 0 是 sql 的：基座的 token 要指向“没有槽位”（-1），否则它会被加上 sql 的增量。"
+        return False, "槽位 0 是 sql 的：基座的 token 要写 -1（没有槽位），否则它会被加上 sql 的增量。"
+    if got == [x + 1 for x in want]:
+        return False, "槽位从 0 开始编号（sql 在槽位 0），不用 adapter 的 token 写 -1。"
     if len(got) != len(want):
         return False, f"{len(got)} 项对 {len(want)} 个 token：每个 token 一项，按行的顺序。"
     return False, f"不是 {show(answer)}：每一行把它的 adapter 所在的槽位（不用 adapter 写 -1）按 token 数重复几次。"
 
 
-MERGED_TOLERANCE = 0.05    # the parameter count is often rounded (7.6 B, 7 B): within ±5% is right
+MERGED_TOLERANCE = 0.05    # the parameter count rounded (7.6 B) or the checkpoint's extra files: ±5% is right
 
 
 def merged_disk_answer(n: int = 4) -> float:
@@ -646,34 +726,47 @@ def _judge_merged_disk(answer):
         return False, f"要的是一个数（GB），例如 12.5 或 \"12.5 GB\"；这里是{kind(answer)} {show(answer)}。"
     if n.unit not in BYTE_UNITS and n.unit != "":
         return False, f"单位 {show(n.unit)} 不是磁盘大小的单位：答多少 GB。"
-    got, note = n.value * BYTE_UNITS.get(n.unit, BYTE_UNITS["GB"]) / 1e9, ""
-    if n.unit == "" and close(n.value * memory.GiB / 1e9, want, MERGED_TOLERANCE) and \
-            not close(got, want, MERGED_TOLERANCE):
-        got, note = n.value * memory.GiB / 1e9, f"（{n.value:g} 是 GiB 的数，换成 GB 约 {want:.0f}）"
+    unit = n.unit or ("B" if n.value > 1e6 else "GB")       # a bare number is GB, a bare byte count is bytes
+    got = n.value * BYTE_UNITS[unit] / 1e9
     tol = f"（±{MERGED_TOLERANCE:.0%} 以内都算对）"
     if close(got, want, MERGED_TOLERANCE):
-        return True, (f"对{note}：约 {want:.0f} GB，四份 {cost['base'] / 1e9:.1f} GB 的完整模型{tol}；运行时 LoRA "
+        return True, (f"对：约 {want:.0f} GB，四份 {cost['base'] / 1e9:.1f} GB 的完整模型{tol}；运行时 LoRA "
                       f"只要一份基座加四个 adapter，{cost['base_plus_adapters'] / 1e9:.1f} GB。")
+    params = memory.parameter_count(memory.load_config(QWEN))
+    if close(got, 4 * 2 * 7e9 / 1e9, 0.005):
+        return False, (f"按 70 亿参数算的？Qwen2.5-7B-Instruct 实际有 {params / 1e9:.2f} B 个参数（按 config.json 数出来的），"
+                       f"每份 bf16 检查点 {cost['base'] / 1e9:.1f} GB。")
+    if n.unit == "" and close(got, want * 1e9 / memory.GiB, MERGED_TOLERANCE / 2):
+        return False, f"{_fmt(n.value)} 是按 GiB 算的吧？题目问 GB（文件大小按 10⁹ 字节算）：写成 \"{_fmt(n.value)} GiB\"，或换算成 GB。"
     slips = {cost["base"] / 1e9: "这是一个模型的：合并后的模型只带一个 adapter，四个 adapter 就是四个模型。",
+             cost["base"] / memory.GiB: "这是一份模型的权重，还是按 GiB 算的：合并后四个 adapter 就是四份模型，题目问 GB。",
              2 * want: "这是按 float32（每个权重 4 字节）算的；检查点是 bf16，每个权重 2 字节。",
              cost["base_plus_adapters"] / 1e9: "这是运行时 LoRA 的（一份基座 + 四个 adapter）；合并意味着每个 adapter 一整份模型。"}
     nearest = min(slips, key=lambda v: abs(got - v) / v)
     if close(got, nearest, MERGED_TOLERANCE):
         return False, slips[nearest]
-    return False, f"不是 {show(answer)}：Qwen2.5-7B-Instruct 的权重按 bf16（约 76 亿参数 × 2 字节），乘 4{tol}。"
+    return False, f"不是 {show(answer)}：Qwen2.5-7B-Instruct 的权重按 bf16（约 {params / 1e8:.0f} 亿参数 × 2 字节），乘 4{tol}。"
 
 
 # --- Lab 07 --------------------------------------------------------------------------------------
 
 LAB07_CLUSTER = {"replicas": 2, "max_num_adapters_per_replica": 2, "adapters on the shelf": 8}
-POLICIES = {"blind": {"blind", "round robin", "round-robin", "roundrobin", "rr", "轮询", "policy=blind"},
-            "aware": {"aware", "ray", "default", "ray default", "ray's default", "ray 默认", "默认", "按 adapter 路由",
-                      "adapter-aware", "policy=aware"},
-            "hash": {"hash", "static hash", "hashing", "哈希", "静态哈希", "policy=hash"}}
+# Words that name each policy (compared after :func:`word`): "轮询（blind）" and "blind (round robin)" name one.
+POLICIES = {"blind": ("blind", "roundrobin", "轮询"),
+            "aware": ("aware", "raydefault", "ray默认", "默认", "按adapter路由", "adapteraware", "powoftwo"),
+            "hash": ("hash", "哈希")}
+
+
+def _policy(answer) -> str | None:
+    if not isinstance(answer, str):
+        return None
+    w = word(answer)
+    named = {p for p, words in POLICIES.items() if any(x in w for x in words)} | ({"blind"} if w == "rr" else set())
+    return named.pop() if len(named) == 1 else None
 
 
 def _judge_most_loads(answer):
-    choice = _choice(answer, POLICIES)
+    choice = _policy(answer)
     if choice == "blind":
         return True, ("对：轮询把每个 adapter 轮流送到每个副本，每个副本都会见到全部 8 个 adapter，却只能留 2 个，"
                       "缓存几乎每个请求都在换。")
@@ -682,7 +775,7 @@ def _judge_most_loads(answer):
     if choice == "hash":
         return False, ("哈希把每个 adapter 固定在一个副本上，每个副本只面对一部分 adapter：装载少，"
                        "代价是负载不均。")
-    return False, f'{show(answer)} 不是三种路由之一：答 "aware"（Ray 默认）、"blind"（轮询）或 "hash"（哈希）。'
+    return False, f'{show(answer)} 读不出是哪一种路由：答 "aware"（Ray 默认）、"blind"（轮询）或 "hash"（哈希），只选一个。'
 
 
 def _judge_capacity(answer):
@@ -713,7 +806,7 @@ def _judge_replicas_per_4090(answer):
     if got == 2:
         return False, f"两份 {weights:.2f} GiB 的权重是 {2 * weights:.2f} GiB，比卡的 {card:.2f} GiB 还多。"
     if got == 0:
-        return False, "一个副本是放得下的：Lab 01-05 就在 4090 上跑一个。"
+        return False, "一个副本是放得下的：qwen7b 配置就在一张 4090 上跑一个（Lab 02 算过它的显存）。"
     return False, f"不是 {show(answer)}：用卡的显存除以 7B 模型 bf16 权重的大小，向下取整。"
 
 
@@ -739,7 +832,7 @@ EXERCISES = {e.name: e for e in [
              f"±{MERGED_TOLERANCE:.0%} 以内算对）", _judge_merged_disk),
     Exercise("07.capacity", "上面两个副本同一时刻最多能装着几个不同的 adapter（一个整数）", _judge_capacity),
     Exercise("07.most_loads", '你的预测：哪种路由装载 adapter 最多，"aware"、"blind" 或 "hash"', _judge_most_loads),
-    Exercise("07.replicas_per_4090", "一张 4090 放得下几个 bf16 Qwen2.5-7B 副本的权重（一个整数）",
+    Exercise("07.replicas_per_4090", "只看权重，一张 4090 放得下几个 bf16 Qwen2.5-7B 副本（一个整数）",
              _judge_replicas_per_4090),
 ]}
 

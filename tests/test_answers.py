@@ -70,7 +70,7 @@ def test_curl_that_cannot_be_read_says_why(command, message):
 
 
 def test_json_objects_in_any_whitespace_and_what_is_not_one():
-    assert json_object('{ "a" :\n 1 }') == {"a": 1} == json_object({"a": 1})
-    for bad, message in [("{'a': 1}", "双引号"), ("[1]", "JSON 对象"), (3, "JSON 对象")]:
+    assert json_object('{ "a" :\n 1 }') == {"a": 1} == json_object({"a": 1}) == json_object("{'a': 1}")
+    for bad, message in [('{"a": 1', "读不下去"), ("[1]", "JSON 是列表"), (3, "JSON 对象")]:
         with pytest.raises(AnswerError, match=message):
             json_object(bad)

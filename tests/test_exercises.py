@@ -240,3 +240,12 @@ def test_the_other_spellings_nbgrader_grades_are_right_and_differ_from_the_refer
         assert text != REFERENCE_SOURCE[name], name
         ok, why = ex.judge(name, eval(text, {"sql": sql, "jsonfmt": jsonfmt}))
         assert ok is True, f"{name}: {text} -> {why}"
+
+
+@pytest.mark.parametrize("cpu,says,never", [(None, "max_cpu_loras 不设时等于 max_loras（3）", "整个货架都留在"),
+                                            (3, "max_cpu_loras=3，主机内存里只留 3 个", "不设时"),
+                                            (5, "整个货架都留在主机内存里", "重读")])
+def test_the_config_verdict_says_where_the_other_adapters_wait(cpu, says, never):
+    answer = {"max_lora_rank": 64, "max_loras": 3, **({"max_cpu_loras": cpu} if cpu else {})}
+    ok, why = ex.judge("03.config", answer)
+    assert ok is True and says in why and never not in why, why
