@@ -66,10 +66,7 @@ def number(answer) -> Number | None:
         except OverflowError:                          # an int beyond any float: a number, just a wrong one
             return Number(math.inf if answer > 0 else -math.inf, "")
     if hasattr(answer, "item") and callable(answer.item) and getattr(answer, "size", 1) == 1:
-        try:
-            return number(answer.item())             # a numpy or torch scalar
-        except (TypeError, ValueError):
-            return None
+        return number(answer.item())                 # a numpy or torch scalar
     if not isinstance(answer, str):
         return None
     text = answer.strip().strip("'\"`")

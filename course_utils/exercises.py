@@ -134,9 +134,7 @@ def _judge_max_loras(answer):
     if got < want:
         return False, (f"不会报错，但这批会被拆开跑（每步最多 {got} 个 adapter）：每行的输出不变，只是引擎要多走几步。"
                        f"题目问的是同一步里一起跑。")
-    if got > want:
-        return False, f"{got} 个槽位也能一起跑，但多出来的槽位白占显存：题目问的是至少要几个。"
-    return False, f"不是 {show(answer)}：数一数这批里有几个不同的 adapter。"
+    return False, f"{got} 个槽位也能一起跑，但多出来的槽位白占显存：题目问的是至少要几个。"
 
 
 SAME = ("same", "equal", "相同", "一样", "差不多", "不变")
@@ -721,7 +719,7 @@ def merged_disk_answer(n: int = 4) -> float:
 
 def _judge_merged_disk(answer):
     cost = memory.full_finetunes_vs_adapters(QWEN, n=4, rank=16)
-    want, n = cost["full_copies"] / 1e9, number(answer)
+    want, n = merged_disk_answer(4), number(answer)
     if n is None:
         return False, f"要的是一个数（GB），例如 12.5 或 \"12.5 GB\"；这里是{kind(answer)} {show(answer)}。"
     if n.unit not in BYTE_UNITS and n.unit != "":

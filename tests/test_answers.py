@@ -74,3 +74,17 @@ def test_json_objects_in_any_whitespace_and_what_is_not_one():
     for bad, message in [('{"a": 1', "读不下去"), ("[1]", "JSON 是列表"), (3, "JSON 对象")]:
         with pytest.raises(AnswerError, match=message):
             json_object(bad)
+
+
+def test_scalars_and_what_has_no_unit():
+    import numpy as np
+
+    assert number(np.array(2.5)) == Number(2.5, "") and number(np.array([1, 2])) is None
+    assert in_bytes(None) is None and word(3) is None
+
+
+def test_curl_quoting_escapes_and_a_bearer_option():
+    c = curl('curl -X POST "http://127.0.0.1:$PORT/v1/x" -H "X-Note: a \\"quoted\\" word" --oauth2-bearer "$KEY" '
+             "-d {\\\"a\\\":1}")
+    assert c.headers["authorization"] == "Bearer $KEY" and c.unexpanded == [] and c.path == "/v1/x"
+    assert curl("curl 'http://127.0.0.1:$PORT/v1/x'").unexpanded == ["PORT"]
