@@ -127,30 +127,6 @@ ALLOWED: dict[str, str] = {
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
     'course_utils/engine/widebench.py::save':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
-    'course_utils/exercises.py::_curl_parts':
-        'CPU branch no measured process took (1 lines; first: \'parts["headers"].setdefault("content-type", "application/json")\'): an edge or error path a unit test could take',
-    'course_utils/exercises.py::_judge_config':
-        'CPU branch no measured process took (2 lines; first: \'return False, \\\'answer a dict: {"max_lora_rank": ..., "max_loras": ...}.\\\'\'): an edge or error path a unit test could take',
-    'course_utils/exercises.py::_judge_curl_load':
-        'CPU branch no measured process took (8 lines; first: \'return False, "answer the curl command as a string (start it with curl)."\'): an edge or error path a unit test could take',
-    'course_utils/exercises.py::_judge_indices':
-        'CPU branch no measured process took (2 lines; first: \'return False, "answer a list of integers, one per token."\'): an edge or error path a unit test could take',
-    'course_utils/exercises.py::_judge_max_loras':
-        'CPU branch no measured process took (1 lines; first: \'return False, f"not {answer}: count the distinct adapters in the batch."\'): an edge or error path a unit test could take',
-    'course_utils/exercises.py::_judge_merged_disk':
-        'CPU branch no measured process took (1 lines; first: \'return False, "that is runtime LoRA (one base + four adapters); merged means one full mode\'): an edge or error path a unit test could take',
-    'course_utils/exercises.py::_judge_rank':
-        'CPU branch no measured process took (1 lines; first: \'return False, f"not {answer}: pick from {\\\', \\\'.join(map(str, MAX_LORA_RANKS))}."\'): an edge or error path a unit test could take',
-    'course_utils/exercises.py::_judge_request_body':
-        'CPU branch no measured process took (1 lines; first: \'return False, \\\'messages: a list of {"role": ..., "content": ...}, the last one {"role": "u\'): an edge or error path a unit test could take',
-    'course_utils/exercises.py::_judge_requests':
-        'CPU branch no measured process took (1 lines; first: \'return False, f"row {i}: id {g[1]} belongs to {w[0]!r}; the same id under another name sti\'): an edge or error path a unit test could take',
-    'course_utils/exercises.py::_judge_scaling':
-        'CPU branch no measured process took (1 lines; first: \'return False, f"not {answer}: divide lora_alpha by r."\'): an edge or error path a unit test could take',
-    'course_utils/exercises.py::_judge_steps_03':
-        'CPU branch no measured process took (1 lines; first: \'return False, (f"not {answer}: count the waves (adapters / max_loras, rounded up) and mult\'): an edge or error path a unit test could take',
-    'course_utils/exercises.py::merged_disk_answer':
-        'CPU branch no measured process took (1 lines; first: \'return memory.full_finetunes_vs_adapters(QWEN, n=n, rank=16)["full_copies"] / 1e9\'): an edge or error path a unit test could take',
     'course_utils/gpu/checks.py::gpu_verdict':
         "CPU branch no measured process took (2 lines; first: 'except ValueError as e:'): an edge or error path a unit test could take",
     'course_utils/gpu/checks.py::main':

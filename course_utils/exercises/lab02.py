@@ -1,0 +1,104 @@
+"""Lab 02: a KV block, the LoRA buffer, max_lora_rank for a shelf."""
+
+from __future__ import annotations
+
+from .. import memory
+from ..answers import close, show
+from ..arch import MAX_LORA_RANKS, smallest_rank_that_fits
+from .common import QWEN, TOLERANCE, Exercise, byte_count, unit_slip, whole_number
+
+
+def kv_page_answer() -> int:
+    """Bytes of one 16-token KV block of one layer of Qwen2.5-7B in bf16."""
+    return memory.kv_page_bytes(QWEN, 16, "bfloat16")
+
+
+def _judge_kv_page(answer):
+    want, a = kv_page_answer(), memory.arch(memory.load_config(QWEN))
+    got, n = byte_count(answer, "一个 KV block 的字节数")
+    if close(got, want, TOLERANCE):
+        return True, (f"对：2（K 和 V）× 16 个 token × {a.kv_heads} 个 KV 头 × {a.head_dim}（head_dim）× 2 字节 = "
+                      f"{want:,} 字节（{want // memory.KiB} KiB）。")
+    slip = unit_slip(n, want)
+    if slip:
+        return False, slip
+    if close(got, want / 2, TOLERANCE):
+        return False, "这只是 K 或 V 其中一个：一个 block 两个都存，再乘 2。"
+    if close(got, 2 * 16 * a.heads * a.head_dim * 2, TOLERANCE):
+        return False, (f"这是按全部 {a.heads} 个注意力头算的；Qwen2.5-7B 用分组查询注意力（GQA），只有 {a.kv_heads} 个 "
+                       f"KV 头，缓存里只存这些。")
+    if close(got, want * a.layers, TOLERANCE):
+        return False, f"这是一个 block 在全部 {a.layers} 层上的总和；题目问的是一层。"
+    if close(got, want * 2, TOLERANCE):
+        return False, "这是按 float32（每个数 4 字节）算的；bf16 每个数 2 字节。"
+    if close(got, want / 16, TOLERANCE):
+        return False, "这是一个 token 的；一个 block 装 16 个 token，再乘 16。"
+    return False, f"不是 {show(answer)}：2（K 和 V）× block 大小 × KV 头数 × head_dim × 每个 bf16 数的字节数。"
+
+
+def lora_buffer_answer() -> int:
+    """vLLM's LoRA buffer bytes for Qwen2.5-7B, max_loras=3, max_lora_rank=32, bf16 (adapters of rank 16)."""
+    return memory.lora_buffer_bytes(QWEN, 3, 32, "bfloat16")
+
+
+def _judge_lora_buffer(answer):
+    want = lora_buffer_answer()
+    layers = memory.arch(memory.load_config(QWEN)).layers
+    got, n = byte_count(answer, "LoRA 缓冲区的字节数")
+    if close(got, want, TOLERANCE):
+        return True, (f"对：{want:,} 字节（{want / memory.GiB:.2f} GiB）。槽位按 max_loras × max_lora_rank 预留，"
+                      f"与 adapter 的实际秩无关。")
+    slip = unit_slip(n, want)
+    if slip:
+        return False, slip
+    if close(got, want / 3, TOLERANCE):
+        return False, "这是一个槽位的：vLLM 启动时就把 max_loras=3 个槽位全部预留好。"
+    if close(got, want / 2, TOLERANCE):
+        return False, ("只有一半：槽位按 max_lora_rank（32）预留，不按 adapter 的秩（16）；"
+                       "另外检查一下每个 bf16 数是不是算了 2 字节。")
+    if close(got, want * 2, TOLERANCE):
+        return False, "多了一倍：每个 bf16 数 2 字节（不是 float32 的 4 字节），秩按 max_lora_rank=32 算。"
+    if close(got, want / layers, TOLERANCE):
+        return False, f"这是一层的；Qwen2.5-7B 有 {layers} 层，每层都有自己的槽位，再乘 {layers}。"
+    if close(got, _fused_as_one(want), TOLERANCE):
+        return False, ("这是把融合层当成一个投影算的：qkv_proj 里 q、k、v 三个切片各有一块 A（少算了两块），"
+                       "gate_up_proj 里 gate、up 各有一块 A（少算了一块）。第 4 节：按切片算。")
+    return False, (f"不是 {show(answer)}：对每一层、每个被包装的投影（融合层里每个切片各算一次），把 "
+                   f"max_loras × max_lora_rank × (d_in + d_out) × 2 字节加起来（可以先在一层、一个投影上算）。")
+
+
+def _fused_as_one(want: int) -> float:
+    """The LoRA buffer with qkv_proj and gate_up_proj counted as one projection each (one A for the fused input)."""
+    s = memory.projection_shapes(memory.load_config(QWEN))
+    per_slice = sum(s[p].d_in + s[p].d_out for p in s)
+    fused = (s["q_proj"].d_in + s["q_proj"].d_out + s["k_proj"].d_out + s["v_proj"].d_out
+             + s["o_proj"].d_in + s["o_proj"].d_out + s["gate_proj"].d_in + s["gate_proj"].d_out + s["up_proj"].d_out
+             + s["down_proj"].d_in + s["down_proj"].d_out)
+    return want * fused / per_slice
+
+
+SHELF = {"sql": 16, "support": 8, "medical": 48}
+
+
+def _judge_rank(answer):
+    largest, want = max(SHELF.values()), smallest_rank_that_fits(max(SHELF.values()))
+    got = whole_number(answer, "max_lora_rank 的取值")
+    allowed = ", ".join(map(str, MAX_LORA_RANKS))
+    if got == want:
+        return True, f"对：货架上最大的秩是 {largest}，{want} 是能装下它的最小允许值。"
+    if got == largest:
+        return False, f"{got} 不是 vLLM 接受的取值；允许的是 {allowed}。"
+    if got < largest:
+        return False, f"太小：medical（秩 {largest}）会被拒绝。"
+    if got in MAX_LORA_RANKS:
+        return False, (f"装得下，但每个槽位都按 {got} 预留：显存是 {want} 的 {got / want:g} 倍，"
+                       f"多出来的从 KV 缓存里扣。")
+    return False, f"{got} 不是 vLLM 接受的取值：从 {allowed} 里选能装下秩 {largest} 的最小那个。"
+
+
+EXERCISES = [
+    Exercise("02.kv_page", "Qwen2.5-7B、bf16、一层的一个 16-token KV block 的字节数（±2% 以内算对）", _judge_kv_page),
+    Exercise("02.lora_buffer", "vLLM 为 Qwen2.5-7B 预留的 LoRA 缓冲区字节数（max_loras=3、max_lora_rank=32、bf16，"
+             "adapter 都是秩 16；±2% 以内算对）", _judge_lora_buffer),
+    Exercise("02.max_lora_rank", f"货架 {SHELF} 该用的 max_lora_rank", _judge_rank),
+]
