@@ -51,25 +51,25 @@ def test_fields_only_stops_at_the_first_method():
 def test_missing_member_names_what_uses_it_instead():
     loc = source.locate("course_utils.replay.session", "Session.recordingz")
     assert loc.status == "missing" and not loc.found
-    assert loc.note == ("not found in this vLLM version: Session.recordingz (looked in course_utils.replay.session)")
+    assert loc.note == "这个 vLLM 版本里没有 Session.recordingz（在 course_utils.replay.session 里找过）"
     loc = source.locate("course_utils.profiles", "Profile.max_loras_renamed")
     assert loc.status == "missing"
     # members whose source mentions the last part of the missing name are offered
     loc = source.locate("course_utils.profiles", "Profile.max_lora")
     assert "Profile.max_lora_rank" in loc.related
-    assert "what uses `max_lora` there instead" in loc.note
+    assert "那里用到 `max_lora` 的成员" in loc.note
 
 
 def test_missing_module_does_not_raise():
     loc = source.locate("course_utils.no_such_module", "X")
     assert loc.status == "missing"
-    assert loc.note.startswith("not found in this vLLM version: X (looked in course_utils.no_such_module")
+    assert loc.note.startswith("这个 vLLM 版本里没有 X（在 course_utils.no_such_module 里找过")
 
 
 def test_moved_to_another_module():
     loc = source.locate("course_utils.lab", "stamp", also_in=["course_utils.replay.stale"])
     assert loc.status == "moved" and loc.found and loc.found_in == "course_utils.replay.stale"
-    assert "moved: stamp is not in course_utils.lab" in loc.note
+    assert "course_utils.lab 里没有 stamp" in loc.note
     assert loc.source.startswith("def stamp(")
 
 
@@ -91,7 +91,7 @@ def test_a_module_that_fails_to_import_is_read_as_a_file(tmp_path, monkeypatch):
     ''').lstrip())
     monkeypatch.syspath_prepend(str(tmp_path))
     loc = source.locate("brokenpkg.kernels", "Wrapper", members=["add_shrink"])
-    assert loc.status == "found" and "without importing it" in loc.note and "needs a GPU" in loc.note
+    assert loc.status == "found" and "没有 import，直接读的文件" in loc.note and "needs a GPU" in loc.note
     assert "def add_shrink" in loc.source and "def other" not in loc.source
     assert source.locate("brokenpkg.kernels", "Wrapper.nope").status == "missing"
     sys.modules.pop("brokenpkg", None)

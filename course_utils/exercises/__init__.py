@@ -50,7 +50,8 @@ def judge(name: str, answer) -> tuple[bool | None, str]:
     """
     ex = EXERCISES[name]
     if _blank(answer):
-        return None, f"还没作答：把 ... 换成{ex.task}，再运行这一格。"
+        gap = " " if ex.task[:1].isascii() else ""
+        return None, f"还没作答：把 ... 换成{gap}{ex.task}，再运行这一格。"
     try:
         return ex.judge(answer)
     except AnswerError as e:

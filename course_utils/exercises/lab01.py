@@ -81,7 +81,7 @@ def _judge_max_loras(answer):
     return False, f"{got} 个槽位也能一起跑，但多出来的槽位白占显存：题目问的是至少要几个。"
 
 
-SAME = ("same", "equal", "相同", "一样", "差不多", "不变")
+SAME = ("same", "equal", "相同", "一样", "一样多", "同样多", "差不多", "不变")
 
 
 FILLER = ("maxloras", "default", "默认", "更多", "的引擎", "引擎", "那个", "more", "steps", "步数", "步", "engine",

@@ -206,5 +206,5 @@ def _judge_status(answer):
 EXERCISES = [
     Exercise("04.request_body", "一个 dict：让 support adapter 回答问题的 /v1/chat/completions 请求体", _judge_request_body),
     Exercise("04.curl_load", "一条 curl 命令（字符串）：在运行时加载 json adapter", _judge_curl_load),
-    Exercise("04.status", f"你的预测，一个 dict：{list(LAB04_STATUS)} 各自的状态码", _judge_status),
+    Exercise("04.status", f"你的预测，一个 dict：{'、'.join(LAB04_STATUS)} 这四种情况各自的状态码", _judge_status),
 ]

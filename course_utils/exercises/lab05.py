@@ -120,7 +120,8 @@ def _judge_merged_disk(answer):
 
 
 EXERCISES = [
-    Exercise("05.scaling", f"{LAB05_ADAPTER} 的 adapter 加载时 vLLM 乘进 B 的系数（一个数）", _judge_scaling),
+    Exercise("05.scaling", f"r={LAB05_ADAPTER['r']}、lora_alpha={LAB05_ADAPTER['lora_alpha']} 的 adapter 加载时 "
+             f"vLLM 乘进 B 的系数（一个数）", _judge_scaling),
     Exercise("05.indices", "上面这个 batch 的每个 token 的槽位下标（一个整数列表）", _judge_indices),
     Exercise("05.merged_disk", f"四个合并后的 Qwen2.5-7B-Instruct（bf16）一共占多少 GB 磁盘（一个数；"
              f"±{MERGED_TOLERANCE:.0%} 以内算对）", _judge_merged_disk),

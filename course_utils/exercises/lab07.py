@@ -24,8 +24,8 @@ def _policy(answer) -> str | None:
 def _judge_most_loads(answer):
     choice = _policy(answer)
     if choice == "blind":
-        return True, ("对：轮询把每个 adapter 轮流送到每个副本，每个副本都会见到全部 8 个 adapter，却只能留 2 个，"
-                      "缓存几乎每个请求都在换。")
+        return True, ("对：轮询把请求轮流送到每个副本，每个副本都会见到全部 8 个 adapter，却只能留 2 个，"
+                      "热门 adapter 也会被挤出去再装回来，所以装载最多。")
     if choice == "aware":
         return False, "Ray 默认优先选已经装着这个 adapter 的副本：省下装载靠的就是它。"
     if choice == "hash":
@@ -38,8 +38,8 @@ def _judge_capacity(answer):
     c = LAB07_CLUSTER
     want, got = c["replicas"] * c["max_num_adapters_per_replica"], whole_number(answer, "adapter 的个数")
     if got == want:
-        return True, (f"对：{c['replicas']} 个副本 × 每个 {c['max_num_adapters_per_replica']} 个 = {want}；货架上另外 "
-                      f"{c['adapters on the shelf'] - want} 个只在被请求时才装载。")
+        return True, (f"对：{c['replicas']} 个副本 × 每个 {c['max_num_adapters_per_replica']} 个 = {want}；此刻货架上另外 "
+                      f"{c['adapters on the shelf'] - want} 个不在任何副本上，要用时得先装载。")
     if got == c["max_num_adapters_per_replica"]:
         return False, "这是一个副本的：每个副本各自留自己的 adapter。"
     if got == c["adapters on the shelf"]:

@@ -190,7 +190,7 @@ def explorer(config="qwen2.5-7b-instruct"):
     box = w.VBox([w.HBox(list(controls.values())[:4]), w.HBox(list(controls.values())[4:]), out])
     display({"application/vnd.jupyter.widget-view+json": {"version_major": 2, "version_minor": 0,
                                                           "model_id": box.model_id},
-             "text/plain": "[knobs: in JupyterLab, move them to redraw the layout below them]"}, raw=True)
+             "text/plain": "[旋钮：在 JupyterLab 里拖动它们，下方的柱状图与表格会按新设置重画]"}, raw=True)
 
 
 # --- The course's figures (RTX 4090 + Qwen2.5-7B-Instruct) ------------------------------------------
