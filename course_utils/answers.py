@@ -47,7 +47,7 @@ _UNIT_SPELLINGS = {
 _NUMBER = re.compile(r"""^\s*(?:about|approx\.?|约|大约|~|≈)?\s*(?P<pct>百分之)?\s*[x×]?\s*
     (?P<num>[+-]?(?:\d{1,3}(?:[,_\u00a0 ']\d{3})+|\d+)(?:\.\d*)?(?:[eE][+-]?\d+)?|[+-]?\.\d+(?:[eE][+-]?\d+)?)
     (?:\s*/\s*(?P<den>\d+(?:\.\d+)?))?
-    \s*(?P<unit>.*?)\s*[。.]?\s*$""", re.X)
+    \s*(?P<unit>.*?)\s*[。.]?\s*$""", re.VERBOSE)
 
 
 @dataclass(frozen=True)

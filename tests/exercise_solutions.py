@@ -10,7 +10,9 @@ the other spellings (:data:`OTHER_SPELLINGS_SOURCE`), a blank one and a wrong on
 import numpy as np
 
 from course_utils import exercises as ex
-from course_utils.replay.standin import LoRARequest   # the same fields as vllm.lora.request.LoRARequest
+from course_utils.replay.standin import (
+    LoRARequest,  # the same fields as vllm.lora.request.LoRARequest
+)
 
 sql = LoRARequest("sql", 1, "data/tiny/adapters/sql")
 support = LoRARequest("support", 2, "data/tiny/adapters/support")

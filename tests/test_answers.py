@@ -6,7 +6,17 @@ import math
 
 import pytest
 
-from course_utils.answers import AnswerError, Number, curl, in_bytes, in_percent, is_count, json_object, number, word
+from course_utils.answers import (
+    AnswerError,
+    Number,
+    curl,
+    in_bytes,
+    in_percent,
+    is_count,
+    json_object,
+    number,
+    word,
+)
 
 
 @pytest.mark.parametrize("text,value,unit", [

@@ -233,7 +233,12 @@ def test_every_prediction_is_checked_after_the_cell_that_runs_it():
 
 def test_the_other_spellings_nbgrader_grades_are_right_and_differ_from_the_reference():
     """The submission `make test-nbgrader` autogrades for full marks spells every answer another way."""
-    from tests.exercise_solutions import OTHER_SPELLINGS_SOURCE, REFERENCE_SOURCE, jsonfmt, sql
+    from tests.exercise_solutions import (
+        OTHER_SPELLINGS_SOURCE,
+        REFERENCE_SOURCE,
+        jsonfmt,
+        sql,
+    )
 
     assert set(OTHER_SPELLINGS_SOURCE) == set(ex.EXERCISES)
     for name, text in OTHER_SPELLINGS_SOURCE.items():
