@@ -46,7 +46,7 @@ def instrument() -> Callable[[], None]:
 
     originals = [(vllm.LLM, "__init__"), (vllm.LLM, "generate"), (LLMEngine, "add_lora"),
                  (LLMEngine, "list_loras"), (LLMEngine, "remove_lora")]
-    saved = [(cls, name, cls.__dict__.get(name)) for cls, name in originals]   # None: inherited
+    saved = [(cls, name, getattr(cls, name)) for cls, name in originals]
     orig_init, orig_generate = vllm.LLM.__init__, vllm.LLM.generate
 
     @recorded(lambda self, engine, kwargs: keys.llm_start(engine), encode=lambda _: None)
@@ -79,10 +79,7 @@ def instrument() -> Callable[[], None]:
 
     def undo():
         for cls, name, orig in saved:
-            if orig is None:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, orig)
+            setattr(cls, name, orig)
 
     return undo
 
