@@ -85,7 +85,7 @@ test-stale: $(READ_VENV)/.installed  ## committed notebooks and recordings must 
 
 # Read mode for every profile that has recordings: the committed labs (tiny), and each other profile's
 # recorded copies in labs/recorded/<profile>/ whose code is that of the labs now (older ones: test-stale says so).
-# Then the llama3b profile, which has the seed's one adapter and runs no lab live (course_utils/lab.py, start).
+# Then the llama3b profile, which has the seed's one adapter and runs no lab live (course_utils/lab.py, start; course_utils/banner.py says why).
 test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval strict against the committed outputs
 	$(call timed,COURSE_MODE=replay COURSE_PROFILE=$(SHIPPED_PROFILE) $(READ_VENV)/bin/python -m pytest $(NBVAL) $(LABS) \
 	  && $(READ_VENV)/bin/python -m course_utils.replay.stale --current-recorded | while read -r prof nbs; do \

@@ -2,8 +2,8 @@
 
 The labs show the real vLLM code; these helpers do the plumbing. By concern:
 
-- ``paths``, ``profiles``, ``lab``: where things are; which base, adapters and engine settings
-  (tiny / qwen7b / llama3b); ``cu.start()`` (profile, mode, banner), ``cu.timer``;
+- ``paths``, ``profiles``: where things are; which base, adapters and engine settings (tiny / qwen7b / llama3b);
+- ``lab`` (``cu.start()``: open a lab), ``mode`` (live or read mode), ``banner``, ``quiet``, ``timing`` (``cu.timer``);
 - ``chat``: the chat format (every prompt the labs, the trainer and the quality gate build);
 - ``arch``, ``adapters``: model shapes, ranks and dtypes; checking an adapter before vLLM sees it;
 - ``replay/``: recording live runs and replaying them in read mode (keys, session, vLLM stand-ins);
@@ -18,7 +18,10 @@ The labs show the real vLLM code; these helpers do the plumbing. By concern:
 
 from .adapters import AdapterError, check_adapter, read_adapter
 from . import exercises, profiles, server
-from .lab import fmt_seconds, measure, replayable, start, timer, vllm_version
+from .banner import vllm_version
+from .lab import start
+from .replay.record import measure, replayable
+from .timing import fmt_seconds, timer
 from .chat import chat_prompt
 from .profiles import Profile, ProfileError, get_profile
 from .replay.session import RecordingError, ReplayMiss

@@ -185,13 +185,13 @@ ALLOWED: dict[str, str] = {
         'CPU branch no measured process took (1 lines; first: \'raise KeyError(f"no reference answer for exercise {ex[\\\'name\\\']!r}")\'): an edge or error path a unit test could take',
     'course_utils/grading.py::tag':
         'CPU branch no measured process took (1 lines; first: \'meta["nbgrader"], changed = want, True\'): an edge or error path a unit test could take',
-    'course_utils/lab.py::_key_value':
+    'course_utils/replay/record.py::_key_value':
         "CPU branch no measured process took (1 lines; first: 'return [_key_value(v) for v in value]'): an edge or error path a unit test could take",
-    'course_utils/lab.py::_source_digest':
+    'course_utils/replay/record.py::_source_digest':
         "CPU branch no measured process took (2 lines; first: 'except (OSError, TypeError): # defined where no source is kept (e.g. a plain `python -c`)'): an edge or error path a unit test could take",
-    'course_utils/lab.py::_use_replay_vllm':
+    'course_utils/mode.py::use_replay_vllm':
         'CPU branch no measured process took (1 lines; first: \'raise ProfileError("the real vLLM is already imported in this kernel; restart the kernel t\'): an edge or error path a unit test could take',
-    'course_utils/lab.py::timer.__exit__':
+    'course_utils/timing.py::timer.__exit__':
         "CPU branch no measured process took (1 lines; first: 'return False'): an edge or error path a unit test could take",
     'course_utils/labtime.py::<module>':
         'separate target: make bench-labs (wall time of every lab); not in make test',
@@ -259,8 +259,6 @@ ALLOWED: dict[str, str] = {
         'CPU branch no measured process took (2 lines; first: \'raise ValueError(f"mode must be \\\'live\\\' or \\\'replay\\\', not {mode!r}")\'): an edge or error path a unit test could take',
     'course_utils/replay/session.py::Session.fact':
         'CPU branch no measured process took (1 lines; first: \'raise ReplayMiss(f"read mode: the fact {name!r} was not recorded in {_shown(self.path)}; "\'): an edge or error path a unit test could take',
-    'course_utils/replay/session.py::Session.run':
-        'CPU branch no measured process took (1 lines; first: \'raise RuntimeError("live mode needs a function to run")\'): an edge or error path a unit test could take',
     'course_utils/replay/session.py::close_cassettes':
         "CPU branch no measured process took (1 lines; first: 's.leave_cell()'): an edge or error path a unit test could take",
     'course_utils/replay/session.py::current':
@@ -285,10 +283,6 @@ ALLOWED: dict[str, str] = {
         'CPU branch no measured process took (1 lines; first: \'raise TypeError(f"read mode records only these SamplingParams fields: {\\\', \\\'.join(keys.SAMP\'): an edge or error path a unit test could take',
     'course_utils/replay/standin.py::SamplingParams.__repr__':
         'CPU branch no measured process took (1 lines; first: \'return "SamplingParams(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in keys.SAMPLING_FI\'): an edge or error path a unit test could take',
-    'course_utils/replay/vllm_calls.py::instrument':
-        "CPU branch no measured process took (1 lines; first: 'return'): an edge or error path a unit test could take",
-    'course_utils/replay/vllm_calls.py::instrument.init':
-        'CPU branch no measured process took (1 lines; first: \'kwargs = {"model": args[0], **kwargs}\'): an edge or error path a unit test could take',
     'course_utils/report.py::<module>':
         'separate target: make run prints where the executed labs are; not in make test',
     'course_utils/report.py::main':
@@ -343,14 +337,12 @@ ALLOWED: dict[str, str] = {
         'CPU branch no measured process took (1 lines; first: \'return ""\'): an edge or error path a unit test could take',
     'course_utils/server/http.py::RequestsTransport.close':
         "CPU branch no measured process took (1 lines; first: 'self._session.close()'): an edge or error path a unit test could take",
-    'course_utils/server/http.py::shell.live':
+    'course_utils/server/http.py::shell':
         'CPU branch no measured process took (1 lines; first: \'raise RuntimeError(f"exit {out.returncode}: {out.stderr.strip()}")\'): an edge or error path a unit test could take',
     'course_utils/server/load.py::_burst.sample':
         'CPU branch no measured process took: a /metrics read that fails during Lab 04\'s burst (the sample is skipped); added by reading issue 29\'s change, after the measured run',
     'course_utils/server/load.py::_loopback_only':
         'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"{what} only targets a server on loopback")\'): an edge or error path a unit test could take',
-    'course_utils/server/load.py::_recorded':
-        "CPU branch no measured process took (1 lines; first: 'return live()'): an edge or error path a unit test could take",
     'course_utils/server/load.py::_run_load':
         "CPU branch no measured process took (1 lines; first: 'done.set()'): an edge or error path a unit test could take",
     'course_utils/server/load.py::_run_load.worker':

@@ -33,7 +33,7 @@ def test_no_stderr_but_taught_warnings(lab):
              if "shows-warning" not in cell.get("metadata", {}).get("tags", [])
              for out, text in _outputs(cell) if out.get("name") == "stderr"]
     assert not stray, (f"{lab.name} has stderr in its committed outputs; silence it where the lab starts "
-                       f"(course_utils.lab.quiet_libraries) and re-record:\n" + "\n".join(stray))
+                       f"(course_utils.quiet.quiet_libraries) and re-record:\n" + "\n".join(stray))
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
@@ -50,10 +50,10 @@ def test_the_path_scanner_catches_machine_paths_only():
 
 
 def test_quiet_libraries_silences_the_cpp_warnings(monkeypatch):
-    from course_utils import lab
+    from course_utils import quiet
 
     monkeypatch.delenv("TORCH_CPP_LOG_LEVEL", raising=False)
-    lab.quiet_libraries()
+    quiet.quiet_libraries()
     assert os.environ["TORCH_CPP_LOG_LEVEL"] == "ERROR"
 
 

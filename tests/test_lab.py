@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import lab
+from course_utils import lab, mode, timing
 from course_utils.chat import CHATML_TEMPLATE, chat_prompt, user_text
 from course_utils.paths import TINY
 from course_utils.profiles import ProfileError, get_profile
@@ -30,17 +30,17 @@ def test_qwen_template_is_shipped_for_read_mode():
 
 def test_mode_env(monkeypatch):
     monkeypatch.setenv("COURSE_MODE", "replay")
-    assert lab.detect_mode() == "replay"
+    assert mode.detect_mode() == "replay"
     monkeypatch.setenv("COURSE_MODE", "sometimes")
     with pytest.raises(ProfileError, match="use 'live', 'replay'"):
-        lab.detect_mode()
+        mode.detect_mode()
 
 
 def test_live_without_vllm_says_what_to_do(monkeypatch):
     monkeypatch.setenv("COURSE_MODE", "live")
-    monkeypatch.setattr(lab, "_real_vllm_installed", lambda: False)
+    monkeypatch.setattr(mode, "real_vllm_installed", lambda: False)
     with pytest.raises(ProfileError, match="vLLM is not installed.*make setup.*COURSE_MODE=replay"):
-        lab.detect_mode()
+        mode.detect_mode()
 
 
 def test_seconds_format_matches_the_sanitizer():
@@ -49,7 +49,7 @@ def test_seconds_format_matches_the_sanitizer():
 
     cfg = (Path(__file__).parent / "sanitize.cfg").read_text().splitlines()
     pattern = [ln.split(": ", 1)[1] for ln in cfg if ln.startswith("regex:")][0]
-    assert re.fullmatch(pattern, lab.fmt_seconds(12.3456))
+    assert re.fullmatch(pattern, timing.fmt_seconds(12.3456))
 
 
 def test_llama_template_is_shipped():
@@ -68,7 +68,7 @@ def test_profile_without_the_four_adapters_opens_the_lab_in_read_mode(monkeypatc
     monkeypatch.setenv("COURSE_PROFILE", "llama3b")
     monkeypatch.setenv("COURSE_MODE", "live")
     monkeypatch.delenv("COURSE_RECORD", raising=False)
-    monkeypatch.setattr(lab, "_use_replay_vllm", lambda: None)   # this process keeps its real vLLM
+    monkeypatch.setattr(lab, "use_replay_vllm", lambda: None)   # this process keeps its real vLLM
     try:
         prof = lab.start("01_offline_multi_lora")
         from course_utils.replay import session
@@ -92,7 +92,7 @@ def test_recording_a_profile_that_runs_no_lab_records_nothing(monkeypatch, capsy
     monkeypatch.setenv("COURSE_PROFILE", "llama3b")
     monkeypatch.setenv("COURSE_MODE", "live")
     monkeypatch.setenv("COURSE_RECORD", "1")
-    monkeypatch.setattr(lab, "_use_replay_vllm", lambda: None)
+    monkeypatch.setattr(lab, "use_replay_vllm", lambda: None)
     from course_utils.replay import session
 
     try:
@@ -108,7 +108,7 @@ def test_a_gpu_profile_without_recordings_opens_the_tiny_recording(monkeypatch, 
     # A reader with an NVIDIA card and the base install gets qwen7b in read mode; only tiny's recordings ship.
     monkeypatch.setenv("COURSE_PROFILE", "qwen7b")
     monkeypatch.setenv("COURSE_MODE", "replay")
-    monkeypatch.setattr(lab, "_use_replay_vllm", lambda: None)
+    monkeypatch.setattr(lab, "use_replay_vllm", lambda: None)
     from course_utils.replay import session
 
     assert not session.recording_path("qwen7b", "02_memory_layout").exists()

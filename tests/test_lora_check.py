@@ -3,7 +3,7 @@
 import pytest
 
 from course_utils.engine import lora_check
-from course_utils.lab import replayable
+from course_utils.replay.record import replayable
 from course_utils.replay import session as record
 from course_utils.replay.session import ReplayMiss, Session
 

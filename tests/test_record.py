@@ -115,12 +115,12 @@ def test_keys_leave_out_cosmetic_settings_and_labels():
 
 
 def test_replayable_records_plain_calls_only(recordings):
-    from course_utils import lab
+    from course_utils.replay.record import replayable
 
     record.set_current(Session("lab", "tiny", "live", recording=True))
     calls = []
 
-    @lab.replayable
+    @replayable
     def check(seed=0):
         calls.append(seed)
         return {"seed": seed}

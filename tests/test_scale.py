@@ -134,7 +134,7 @@ def test_on_a_gpu_profile_lab07_says_why_and_opens_the_cpu_recording(monkeypatch
     monkeypatch.setenv("COURSE_PROFILE", "qwen7b")
     monkeypatch.setenv("COURSE_MODE", "live")
     monkeypatch.delenv("COURSE_RECORD", raising=False)
-    monkeypatch.setattr(lab, "_use_replay_vllm", lambda: None)
+    monkeypatch.setattr(lab, "use_replay_vllm", lambda: None)
     from course_utils.replay import session
 
     try:

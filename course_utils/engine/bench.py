@@ -38,7 +38,7 @@ import sys
 from dataclasses import dataclass
 
 from ..arch import MAX_LORA_RANKS, smallest_rank_that_fits
-from ..lab import fmt_seconds
+from ..timing import fmt_seconds
 from ..tinyworld.tasks import TASKS, make_examples
 
 

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 
 from .. import memory
-from ..lab import replayable
+from ..replay.record import replayable
 
 TOL = 1e-4   # float32, element-wise absolute; outputs are of order 10
 

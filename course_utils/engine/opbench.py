@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from ..arch import load_config, projection_shapes
-from ..lab import replayable
+from ..replay.record import replayable
 from ..paths import RECORDINGS, REPO
 
 CONFIG = "qwen2.5-7b-instruct"

@@ -20,7 +20,7 @@ take turns. The outputs come from the same engine loop, so a trace also
 holds each request's generated text and token ids.
 
 :func:`run` goes through the lab's record/replay layer
-(:meth:`course_utils.replay.session.Session.run`, kind ``"schedtrace"``): live it
+(:func:`course_utils.replay.record.recorded`, kind ``"schedtrace"``): live it
 drives the engine, with recording on it stores the JSON form of the
 :class:`Trace`, and in read mode it hands the recorded trace back. Step
 lists and outputs are deterministic for a given engine and workload; only
@@ -34,7 +34,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from ..replay import keys, session as record
+from ..replay import keys
+from ..replay.record import recorded
 
 BASE = "base"  # the adapter name shown for rows without a LoRARequest
 
@@ -204,12 +205,16 @@ def run(llm, prompts, sampling_params, lora_requests=None, label: str = "") -> T
         raise ValueError(f"{len(prompts)} prompts but {len(lora_requests)} lora requests; give one "
                          f"LoRARequest (or None) per prompt.")
     ids = request_ids_for(lora_requests)
-    key = keys.schedtrace(getattr(llm, "_course_key", None), prompts, sampling_params, lora_requests, label)
-    trace = record.current().run(
-        key, lambda: drive(llm.llm_engine, prompts, sampling_params, lora_requests, ids, label),
-        encode=Trace.to_json, decode=Trace.from_json)
+    trace = _traced(llm, prompts, sampling_params, lora_requests, ids, label)
     trace.label = label or trace.label
     return trace
+
+
+@recorded(lambda llm, prompts, sampling_params, lora_requests, ids, label: keys.schedtrace(
+    getattr(llm, "_course_key", None), prompts, sampling_params, lora_requests, label),
+    encode=Trace.to_json, decode=Trace.from_json)
+def _traced(llm, prompts, sampling_params, lora_requests, ids, label) -> Trace:
+    return drive(llm.llm_engine, prompts, sampling_params, lora_requests, ids, label)
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ qualified name with :mod:`inspect` and says plainly when it is not there
 that module that use the name instead, or the other module it moved to.
 
 :func:`show` is what a lab calls: live it locates the source and records the
-text (``Session.run``), in read mode (no vLLM) it replays that text, so the same
+text (:func:`course_utils.replay.record.recorded`), in read mode (no vLLM) it replays that text, so the same
 cell shows the same code in both modes.
 
 Nothing here imports vLLM at module level.
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..replay import keys
+from ..replay.record import recorded
 from ..replay.session import current, installed_vllm_version
 
 #: The vLLM release the course page was written against (GPU baseline).
@@ -281,9 +282,12 @@ def _locate_in_file(module, qualname, members, fields_only, docstrings, import_e
 
 def get(module: str, qualname: str, **options) -> Located:
     """:func:`locate` through the lab's record layer (read mode replays the recorded text)."""
-    data = current().run(keys.source("source", module, qualname, options),
-                         lambda: locate(module, qualname, **options).as_dict())
-    return Located.from_dict(data)
+    return Located.from_dict(_located(module, qualname, **options))
+
+
+@recorded(lambda module, qualname, **options: keys.source("source", module, qualname, options))
+def _located(module: str, qualname: str, **options) -> dict:
+    return locate(module, qualname, **options).as_dict()
 
 
 def render(loc: Located) -> None:
@@ -362,21 +366,23 @@ def _plain(v):
 
 def fields(module: str, qualname: str, names: Iterable[str] | None = None) -> list[dict]:
     """:func:`dataclass_fields` through the record layer."""
-    names = list(names) if names is not None else None
-    return current().run(keys.source("fields", module, qualname, names),
-                         lambda: dataclass_fields(module, qualname, names))
+    return _fields(module, qualname, list(names) if names is not None else None)
 
 
+@recorded(lambda module, qualname, names: keys.source("fields", module, qualname, names))
+def _fields(module: str, qualname: str, names: list[str] | None) -> list[dict]:
+    return dataclass_fields(module, qualname, names)
+
+
+@recorded(lambda module, name: keys.source("literal", module, name))
 def literal(module: str, name: str) -> list:
     """:func:`literal_values` through the record layer."""
-    return current().run(keys.source("literal", module, name), lambda: literal_values(module, name))
+    return literal_values(module, name)
 
 
+@recorded(lambda module, qualname: keys.source("signature", module, qualname))
 def signature(module: str, qualname: str) -> str:
     """``name(args...)`` of a function in the installed package (recorded for read mode)."""
-    def sig():
-        obj = _resolve(importlib.import_module(module), qualname)
-        text = str(inspect.signature(obj)).replace("torch.Tensor", "Tensor")
-        return f"{qualname}{text}"
-
-    return current().run(keys.source("signature", module, qualname), sig)
+    obj = _resolve(importlib.import_module(module), qualname)
+    text = str(inspect.signature(obj)).replace("torch.Tensor", "Tensor")
+    return f"{qualname}{text}"

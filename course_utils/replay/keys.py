@@ -139,5 +139,5 @@ def source(what: str, module: str, name: str, options: Any = None) -> Key:
 
 
 def call(function: str, args: tuple, kwargs: dict) -> Key:
-    """A call of a lab function whose result read mode replays (see :func:`course_utils.lab.replayable`)."""
+    """A call of a lab function whose result read mode replays (see :func:`course_utils.replay.record.replayable`)."""
     return Key("call", {"function": function, "args": list(args), "kwargs": kwargs}, f"{function}(...)")

@@ -25,12 +25,13 @@ cell beside the JSON file (``<lab>.http-<cell>.yaml``), opened and closed by the
 cell hooks once a lab has started a server (:meth:`Session.record_http`): a
 lesson cell makes its requests as it would anywhere, and read mode answers them
 in the order the live cell made them. HTTP made inside a recorded call
-(:meth:`Session.run`, e.g. a load test or a server's health checks) is not put
+(:func:`course_utils.replay.record.recorded`, e.g. a load test or a server's health checks) is not put
 in the cassette: the call's result is what read mode shows.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import datetime as _dt
 import hashlib
@@ -128,6 +129,8 @@ class Session:
         self.cell: str | None = None  # the running notebook cell (hash of its source)
         self.http = False             # record/replay each cell's HTTP (set by record_http)
         self._cassette = None         # the open cell cassette (a vcrpy context manager)
+        self._inside_call = 0         # > 0 while a recorded call runs: its HTTP is its result, not the cassette's
+        self._on_close: list[Callable[[], None]] = []   # what to undo when the session closes (patches)
         self._seen: dict[str, int] = {}
         self.calls: list[dict] = []
         self.facts: dict = {}
@@ -146,6 +149,20 @@ class Session:
             for old in self.path.parent.glob(f"{lab}.*.yaml"):   # the last recording's HTTP cassettes
                 old.unlink()
             self._save()
+
+    def same_lab(self, lab: str, profile: str, mode: str, recording: bool) -> bool:
+        """This session is the one ``start(lab)`` would open (so running ``start`` again keeps it)."""
+        return (self.lab, self.profile, self.mode, self.recording) == (lab, profile, mode, recording and mode == "live")
+
+    def on_close(self, undo: Callable[[], None]) -> None:
+        """Call ``undo`` when the session closes (another lab opens, or the process exits)."""
+        self._on_close.append(undo)
+
+    def close(self) -> None:
+        """Close the cell's cassette and undo what the session patched (last patched, first undone)."""
+        self.leave_cell()
+        while self._on_close:
+            self._on_close.pop()()
 
     # -- cells ----------------------------------------------------------------
     def enter_cell(self, source: str | None) -> None:
@@ -199,8 +216,8 @@ class Session:
         tmp.write_text(json.dumps(data, indent=1, sort_keys=False, ensure_ascii=False) + "\n")
         tmp.replace(self.path)
 
-    # -- the one entry point ----------------------------------------------
-    def run(self, key: Key, fn: Callable[[], Any] | None, encode: Callable[[Any], Any] = lambda x: x,
+    # -- the one entry point (called by course_utils.replay.record.recorded only) ---------------
+    def run(self, key: Key, fn: Callable[[], Any], encode: Callable[[Any], Any] = lambda x: x,
             decode: Callable[[Any], Any] = lambda x: x, note: Callable[[], dict] | None = None) -> Any:
         """Run ``fn`` live (and record it), or replay what it returned for the same key.
 
@@ -218,11 +235,9 @@ class Session:
             if "error" in entry:
                 raise replayed_exception(entry["error"]["type"], localize(entry["error"]["message"]))
             return decode(localize(entry["result"]))
-        if fn is None:
-            raise RuntimeError("live mode needs a function to run")
         base = {"key": digest, "kind": key.kind, "cell": self.cell, "args": portable(key.args)}
         try:
-            with unrecorded_http():
+            with self.unrecorded_http():
                 result = fn()
         except Exception as exc:
             if self.recording:
@@ -272,6 +287,15 @@ class Session:
             self._save()
         return value
 
+    @contextlib.contextmanager
+    def unrecorded_http(self):
+        """HTTP made inside this block is not put in the cell's cassette (a load test, health checks)."""
+        self._inside_call += 1
+        try:
+            yield
+        finally:
+            self._inside_call -= 1
+
     def _append(self, entry: dict):
         self.calls.append(entry)
         self._save()
@@ -299,7 +323,7 @@ class Session:
         v = vcr.VCR(record_mode="none" if replay else "all",
                     match_on=["method", "path", "query", "portable_body"],
                     filter_headers=["authorization"], decode_compressed_response=True,
-                    before_record_request=lambda r: None if _unrecorded else r)
+                    before_record_request=lambda r: None if self._inside_call else r)
         v.register_matcher("portable_body", _same_portable_body)
         # Replay: each recorded exchange answers once, in the order the live cell made them (the same
         # request before and after an unload gets its own answer); re-running the cell starts again.
@@ -318,20 +342,6 @@ def close_cassettes() -> int:
     for s in list(_open_cassettes):
         s.leave_cell()
     return n
-
-
-_unrecorded = 0   # > 0 while a recorded call runs: its HTTP is part of its result, not of the cassette
-
-
-@contextlib.contextmanager
-def unrecorded_http():
-    """HTTP made inside this block is not put in the cell's cassette (a load test, health checks)."""
-    global _unrecorded
-    _unrecorded += 1
-    try:
-        yield
-    finally:
-        _unrecorded -= 1
 
 
 def _same_portable_body(r1, r2) -> None:
@@ -354,12 +364,21 @@ def active() -> Session | None:
 
 
 def set_current(session: Session | None) -> Session | None:
+    """Make ``session`` the lab's session; the one it replaces is closed (its cassette, its patches)."""
     global _current
     if _current is not None and _current is not session:
-        _current.leave_cell()
+        _current.close()
     _current = session
     _watch_cells()
     return session
+
+
+def _close_current() -> None:
+    if _current is not None:
+        _current.close()
+
+
+atexit.register(_close_current)   # the kernel exits: undo the patches, close the cassette
 
 
 def _on_pre_run_cell(info) -> None:
@@ -373,7 +392,10 @@ def _on_post_run_cell(result) -> None:
 
 
 def _watch_cells() -> None:
-    """In IPython, tell the session when each cell starts (registered once per kernel)."""
+    """In IPython, tell the session when each cell starts and ends (registered once per kernel).
+
+    The cell that opens the session has already started when it is registered: that cell counts as
+    no cell (the labs' first cell makes no recorded call); every later cell is known by its source."""
     from IPython import get_ipython  # noqa: PLC0415
 
     ip = get_ipython()
@@ -384,13 +406,3 @@ def _watch_cells() -> None:
         ip.events.register("pre_run_cell", _on_pre_run_cell)
     if _on_post_run_cell not in ip.events.callbacks.get("post_run_cell", []):
         ip.events.register("post_run_cell", _on_post_run_cell)
-    if _current is not None and ip.execution_count is not None:
-        # start() runs inside a cell whose pre_run_cell already fired: adopt that cell.
-        _current.enter_cell(_running_cell_source(ip))
-
-
-def _running_cell_source(ip) -> str | None:
-    # The raw source of the cell being executed right now: IPython stores a cell's input before it
-    # runs it (and after pre_run_cell fired), so it is the last entry of the raw history.
-    raw = getattr(getattr(ip, "history_manager", None), "input_hist_raw", None)
-    return raw[-1] if raw else None

@@ -12,7 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import keys
-from .session import current
+from .record import read_mode_only, recorded
+from .session import active
+
+
+def recorded_fact(name: str):
+    """A fact of the vLLM that made the open lab's recording (read when asked, never at import)."""
+    session = active()
+    if session is None:
+        raise RuntimeError(f"{name} in read mode comes from a lab's recording: call course_utils.start('<lab name>') "
+                           f"first")
+    return session.fact(name, lambda: None)
 
 
 class LoRARequest:
@@ -45,7 +55,7 @@ class SamplingParams:
     """Holds the arguments; defaults are the installed vLLM's, read when the lab was recorded."""
 
     def __init__(self, **kwargs):
-        defaults = current().fact(keys.FACT_SAMPLING_DEFAULTS, lambda: None) or {}
+        defaults = recorded_fact(keys.FACT_SAMPLING_DEFAULTS) or {}
         unknown = set(kwargs) - set(keys.SAMPLING_FIELDS)
         if unknown:
             raise TypeError(f"read mode records only these SamplingParams fields: {', '.join(keys.SAMPLING_FIELDS)} "
@@ -89,18 +99,37 @@ def decode_outputs(data) -> list[RequestOutput]:
     return res
 
 
+class LoRAConfig:
+    """``vllm.config.lora.LoRAConfig`` in read mode: the fields and defaults the recorded vLLM had."""
+
+    def __init__(self, **kwargs):
+        defaults = recorded_fact(keys.FACT_LORA_CONFIG_DEFAULTS) or {}
+        unknown = set(kwargs) - set(defaults)
+        if unknown:
+            raise TypeError(f"LoRAConfig has no field {', '.join(sorted(unknown))} (the recorded vLLM's fields: "
+                            f"{', '.join(defaults)})")
+        for name, value in {**defaults, **kwargs}.items():
+            setattr(self, name, value)
+
+
 class _Engine:
     def __init__(self, engine_key):
         self._course_key = engine_key
 
-    def add_lora(self, lora_request):
-        return current().run(keys.add_lora(self._course_key, lora_request), None)
+    add_lora = recorded(lambda self, lora_request: keys.add_lora(self._course_key, lora_request))(
+        read_mode_only("llm.llm_engine.add_lora"))
+    remove_lora = recorded(lambda self, lora_id: keys.engine_call(self._course_key, "remove_lora", [lora_id]))(
+        read_mode_only("llm.llm_engine.remove_lora"))
+    _list_loras = recorded(lambda self: keys.engine_call(self._course_key, "list_loras", []))(
+        read_mode_only("llm.llm_engine.list_loras"))
 
     def list_loras(self) -> set:
-        return set(current().run(keys.engine_call(self._course_key, "list_loras", []), None))
+        return set(self._list_loras())
 
-    def remove_lora(self, lora_id) -> bool:
-        return current().run(keys.engine_call(self._course_key, "remove_lora", [lora_id]), None)
+
+@recorded(lambda engine: keys.llm_start(engine))
+def _start_engine(engine):
+    read_mode_only("vllm.LLM")()
 
 
 class LLM:
@@ -110,13 +139,14 @@ class LLM:
         if args:
             kwargs = {"model": args[0], **kwargs}
         engine = keys.engine(kwargs)
-        current().run(keys.llm_start(engine), None)
+        _start_engine(engine)
         self._course_key = engine
         self.llm_engine = _Engine(engine)
 
+    @recorded(lambda self, prompts=None, sampling_params=None, *args, **kwargs: keys.generate(
+        self._course_key, prompts, sampling_params, kwargs.get("lora_request")), decode=decode_outputs)
     def generate(self, prompts=None, sampling_params=None, *args, **kwargs):
-        key = keys.generate(self._course_key, prompts, sampling_params, kwargs.get("lora_request"))
-        return current().run(key, None, decode=decode_outputs)
+        read_mode_only("llm.generate")()
 
     def reset_prefix_cache(self, *args, **kwargs) -> bool:
         """Nothing is cached in read mode: the recorded outputs already reflect the live call."""

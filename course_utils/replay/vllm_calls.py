@@ -1,9 +1,9 @@
 """The labs' vLLM calls, recorded from the real vLLM (live side of the record layer).
 
 Live with recording on, :func:`instrument` wraps the real ``vllm.LLM``
-(constructor, ``generate``) and ``LLMEngine.add_lora`` so that each call also
-goes through :meth:`course_utils.replay.session.Session.run`, keyed by
-:mod:`course_utils.replay.keys`. Read mode answers the same calls with the
+(constructor, ``generate``) and ``LLMEngine``'s adapter methods with
+:func:`course_utils.replay.record.recorded`, keyed by :mod:`course_utils.replay.keys`;
+the session puts the originals back when it closes. Read mode answers the same calls with the
 stand-ins in :mod:`course_utils.replay.standin`; the lab code is the same in
 both modes.
 """
@@ -11,10 +11,11 @@ both modes.
 from __future__ import annotations
 
 import functools
+from typing import Callable
 
 from .. import chat
 from . import keys
-from .session import current
+from .record import recorded
 
 
 def encode_outputs(outs) -> list[dict]:
@@ -33,54 +34,54 @@ def user_texts(prompts) -> dict:
     return {"users": [chat.user_text(p) if isinstance(p, str) else None for p in items]}
 
 
-_instrumented = False
+def _kwargs(args, kwargs) -> dict:
+    return {"model": args[0], **kwargs} if args else kwargs
 
 
-def instrument() -> None:
+def instrument() -> Callable[[], None]:
     """Record the real vLLM's LLM(...), llm.generate(...) and llm.llm_engine's add_lora, list_loras and
-    remove_lora."""
-    global _instrumented
-    if _instrumented:
-        return
+    remove_lora; returns the function that puts the originals back (the session calls it when it closes)."""
     import vllm
     from vllm.v1.engine.llm_engine import LLMEngine
 
-    orig_init, orig_generate, orig_add_lora = vllm.LLM.__init__, vllm.LLM.generate, LLMEngine.add_lora
+    originals = [(vllm.LLM, "__init__"), (vllm.LLM, "generate"), (LLMEngine, "add_lora"),
+                 (LLMEngine, "list_loras"), (LLMEngine, "remove_lora")]
+    saved = [(cls, name, getattr(cls, name)) for cls, name in originals]
+    orig_init, orig_generate = vllm.LLM.__init__, vllm.LLM.generate
+
+    @recorded(lambda self, engine, kwargs: keys.llm_start(engine), encode=lambda _: None)
+    def start_engine(self, engine, kwargs):
+        orig_init(self, **kwargs)
 
     @functools.wraps(orig_init)
     def init(self, *args, **kwargs):
-        if args:
-            kwargs = {"model": args[0], **kwargs}
+        kwargs = _kwargs(args, kwargs)
         engine = keys.engine(kwargs)
-        current().run(keys.llm_start(engine), lambda: orig_init(self, **kwargs), encode=lambda _: None)
+        start_engine(self, engine, kwargs)
         self._course_key = engine
         self.llm_engine._course_key = engine
 
     @functools.wraps(orig_generate)
+    @recorded(lambda self, prompts=None, sampling_params=None, *args, **kwargs: keys.generate(
+        getattr(self, "_course_key", None), prompts, sampling_params, kwargs.get("lora_request")),
+        encode=encode_outputs, note=lambda self, prompts=None, *args, **kwargs: user_texts(prompts))
     def generate(self, prompts=None, sampling_params=None, *args, **kwargs):
-        key = keys.generate(getattr(self, "_course_key", None), prompts, sampling_params, kwargs.get("lora_request"))
-        return current().run(key, lambda: orig_generate(self, prompts, sampling_params, *args, **kwargs),
-                             encode=encode_outputs, note=lambda: user_texts(prompts))
+        return orig_generate(self, prompts, sampling_params, *args, **kwargs)
 
-    @functools.wraps(orig_add_lora)
-    def add_lora(self, lora_request):
-        return current().run(keys.add_lora(getattr(self, "_course_key", None), lora_request),
-                             lambda: orig_add_lora(self, lora_request), encode=bool)
+    vllm.LLM.__init__, vllm.LLM.generate = init, generate
+    LLMEngine.add_lora = recorded(lambda self, lora_request: keys.add_lora(getattr(self, "_course_key", None),
+                                                                          lora_request),
+                                  encode=bool)(LLMEngine.add_lora)
+    for method, encode in (("list_loras", sorted), ("remove_lora", bool)):     # list_loras: a set of adapter ids
+        setattr(LLMEngine, method, recorded(
+            lambda self, *args, _m=method: keys.engine_call(getattr(self, "_course_key", None), _m, args),
+            encode=encode)(getattr(LLMEngine, method)))
 
-    vllm.LLM.__init__, vllm.LLM.generate, LLMEngine.add_lora = init, generate, add_lora
+    def undo():
+        for cls, name, orig in saved:
+            setattr(cls, name, orig)
 
-    def recorded(method, encode):
-        orig = getattr(LLMEngine, method)
-
-        @functools.wraps(orig)
-        def call(self, *args):
-            return current().run(keys.engine_call(getattr(self, "_course_key", None), method, args),
-                                 lambda: orig(self, *args), encode=encode)
-        setattr(LLMEngine, method, call)
-
-    recorded("list_loras", lambda ids: sorted(ids))       # a set of adapter ids
-    recorded("remove_lora", bool)
-    _instrumented = True
+    return undo
 
 
 def record_facts(session) -> None:

@@ -10,7 +10,7 @@ import argparse
 import sys
 import time
 
-from ..lab import replayable
+from ..replay.record import replayable
 from ..paths import RECORDINGS
 from . import cluster, traffic
 

@@ -19,7 +19,7 @@ import sys
 import time
 
 from .. import processes
-from ..lab import replayable
+from ..replay.record import replayable
 from ..paths import REPO
 from . import sockets
 from .driver import MARK, shelf  # noqa: F401  (cluster.shelf: the lab lists the adapter names)

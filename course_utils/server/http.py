@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from ..paths import REPO
 from ..replay import keys
-from ..replay import session as record
+from ..replay.record import recorded
 
 if TYPE_CHECKING:
     from .process import Server
@@ -60,20 +60,18 @@ def openai_client(srv: Server, **kw):
     return openai.OpenAI(base_url=srv.url("/v1"), api_key=srv.api_key, **kw)
 
 
+@recorded(lambda command, srv, label="shell": keys.shell(label, command))
 def shell(command: str, srv: Server, label: str = "shell") -> str:
     """Run a shell command (e.g. curl) with ``$PORT`` and ``$VLLM_API_KEY`` set for ``srv``; its stdout.
 
     The command shown on the page is the one that runs: the port and key come
     from the environment, not pasted in. Recorded live, replayed in read mode.
     """
-    def live():
-        env = {**os.environ, "PORT": str(srv.port), "VLLM_API_KEY": srv.api_key}
-        out = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=120)
-        if out.returncode != 0:
-            raise RuntimeError(f"exit {out.returncode}: {out.stderr.strip()}")
-        return out.stdout
-
-    return record.current().run(keys.shell(label, command), live)
+    env = {**os.environ, "PORT": str(srv.port), "VLLM_API_KEY": srv.api_key}
+    out = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise RuntimeError(f"exit {out.returncode}: {out.stderr.strip()}")
+    return out.stdout
 
 
 def short_path(p: str) -> str:

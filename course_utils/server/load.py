@@ -18,18 +18,12 @@ import time
 from typing import TYPE_CHECKING
 
 from ..replay import keys
-from ..replay import session as record
+from ..replay.record import recorded
 
 if TYPE_CHECKING:
     from .process import Server
 
 
-def _recorded(what: str, srv: Server, params: dict, live):
-    """``live()`` through the lab's session (recorded, or replayed in read mode); plain outside a lab."""
-    session = record.active()
-    if session is None:
-        return live()
-    return session.run(keys.call(what, [srv.label], params), live)
 
 _LORA_INFO = re.compile(r'^vllm:lora_requests_info\{([^}]*)\}\s+(\S+)', re.MULTILINE)
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
@@ -76,13 +70,17 @@ def run_load(srv: Server, models: list[str], *, n_requests: int = 240, concurren
     phase), what ``during`` returned (JSON-able), and the load's wall time.
     """
     _loopback_only(srv, "run_load")
-    params = {"models": list(models), "n_requests": n_requests, "concurrency": concurrency,
-              "max_requests": max_requests, "max_seconds": max_seconds, "prompt": prompt, "max_tokens": max_tokens,
-              "during": getattr(during, "__name__", None)}
-    return _recorded("run_load", srv, params, lambda: _run_load(srv, models, n_requests, concurrency, max_requests,
-                                                                max_seconds, prompt, max_tokens, during))
+    return _run_load(srv, models, n_requests, concurrency, max_requests, max_seconds, prompt, max_tokens, during)
 
 
+def _load_key(srv, models, n_requests, concurrency, max_requests, max_seconds, prompt, max_tokens, during):
+    return keys.call("run_load", [srv.label], {
+        "models": list(models), "n_requests": n_requests, "concurrency": concurrency, "max_requests": max_requests,
+        "max_seconds": max_seconds, "prompt": prompt, "max_tokens": max_tokens,
+        "during": getattr(during, "__name__", None)})
+
+
+@recorded(_load_key)
 def _run_load(srv, models, n_requests, concurrency, max_requests, max_seconds, prompt, max_tokens, during) -> dict:
     import requests
 
@@ -153,11 +151,12 @@ def burst(srv: Server, models: list[str], *, per_model: int = 8, prompt: str = "
     label sets updated during the burst.
     """
     _loopback_only(srv, "burst")
-    params = {"models": list(models), "per_model": per_model, "prompt": prompt, "max_tokens": max_tokens,
-              "scrape_every": scrape_every}
-    return _recorded("burst", srv, params, lambda: _burst(srv, models, per_model, prompt, max_tokens, scrape_every))
+    return _burst(srv, models, per_model, prompt, max_tokens, scrape_every)
 
 
+@recorded(lambda srv, models, per_model, prompt, max_tokens, scrape_every: keys.call("burst", [srv.label], {
+    "models": list(models), "per_model": per_model, "prompt": prompt, "max_tokens": max_tokens,
+    "scrape_every": scrape_every}))
 def _burst(srv, models, per_model, prompt, max_tokens, scrape_every) -> dict:
     import requests
 

@@ -49,6 +49,7 @@ from ..paths import REPO
 from ..profiles import Profile
 from ..replay import keys
 from ..replay import session as record
+from ..replay.record import recorded
 from .command import LOOPBACK, Launch
 from .diagnose import log_tail, start_failure
 from .http import openai_client
@@ -270,19 +271,19 @@ class Server:
     # -- life cycle ---------------------------------------------------------
     def start(self) -> Server:
         session = record.active()
-        key = keys.server_start(self.label, self.display_command)
         if session is not None:
             session.record_http()
         if session is not None and session.mode == "replay":
             self.replay = True
             self.port = self.port or 8000
-            info = session.run(key, None)
-        elif session is not None:
-            info = session.run(key, self._start_live)
-        else:
-            info = self._start_live()
+        info = self._started()
         self.ready_seconds, self.shown_command = info.get("ready_seconds"), info.get("command", "")
         return self
+
+    @recorded(lambda self: keys.server_start(self.label, self.display_command))
+    def _started(self) -> dict:
+        """The server's start: live, it starts (recorded); read mode returns what the recorded start said."""
+        return self._start_live()
 
     def _start_live(self) -> dict:
         _install_hooks()

@@ -1,0 +1,73 @@
+"""What a lab says when it opens: the banner (mode, profile, hardware, vLLM), and why a profile that cannot
+run a lab live opens a recording instead."""
+
+from __future__ import annotations
+
+from .paths import REPO
+from .profiles import Profile, get_profile
+from .replay import session as record
+from .tinyworld.tasks import TASKS
+
+
+def banner(profile: Profile, session: record.Session) -> str:
+    if session.mode == "replay":
+        p = session.provenance
+        mode = f"replay (read mode: recorded {p.get('date', '?')} with `{p.get('command', '?')}`)"
+        hardware, version = p.get("hardware", "?"), p.get("vllm_version", "?")
+    else:
+        mode = "live" + (f" (recording to {session.path.relative_to(REPO)})" if session.recording else "")
+        hardware, version = record.hardware_description(), record.installed_vllm_version()
+    return "\n".join([
+        f"mode:     {mode}",
+        f"profile:  {profile.name}: {profile.description}",
+        f"hardware: {hardware}",
+        f"vLLM:     {version}",
+    ])
+
+
+def read_instead_notice(prof: Profile, lab: str, why: str, live_here: str) -> str:
+    """What a lab does on a profile that cannot run it live (why, what runs instead, how to run it live)."""
+    return "\n".join([
+        why,
+        f"这里现场运行的：{lab} 里什么都不跑。它以读模式打开，显示 tiny 配置（{get_profile('tiny').description}）"
+        f"录下的运行结果。",
+        *([live_here] if live_here else []),
+        "",
+    ])
+
+
+def cannot_run_live(prof: Profile, lab: str, cpu_only: str | None) -> str | None:
+    if prof.missing_adapters:
+        return read_instead_notice(
+            prof, lab,
+            f"配置 {prof.name!r} 只有 {len(prof.adapters)} 个 adapter（{', '.join(prof.adapters)}）；本实验要在同一个基座上"
+            f"用课程的四个 adapter（{', '.join(TASKS)}）来讲，这里缺 {', '.join(prof.missing_adapters)}。",
+            f"这个配置能现场跑的是讲义第 4 节的程序："
+            f"`COURSE_PROFILE={prof.name} python labs/multi_lora_offline.py`。\n"
+            f"想现场跑本实验：GPU 上用 COURSE_PROFILE=qwen7b（`bash autodl/setup.sh` 会训练四个 adapter），"
+            f"CPU 上用 COURSE_PROFILE=tiny。")
+    if cpu_only and prof.hardware != "cpu":
+        return read_instead_notice(prof, lab, f"配置 {prof.name!r}（{prof.description}）：{cpu_only}",
+                                   "想现场跑本实验：在一台 CPU 机器上 `make setup`（tiny 配置）。")
+    return None
+
+
+def no_recording_notice(prof: Profile, lab: str) -> str | None:
+    """Read mode on a profile that has no recording of ``lab`` (a reader whose machine has an NVIDIA card and
+    the base install selects qwen7b; only the tiny world's recordings ship): the lab shows the tiny recording
+    and says so, instead of stopping at its first cell."""
+    if prof.name == "tiny" or record.recording_path(prof.name, lab).is_file():
+        return None
+    return "\n".join([
+        f"读模式：配置 {prof.name!r} 没有 {lab} 的录制（随仓库提供的是 tiny 配置的录制；"
+        f"{prof.name} 的录制要在它的硬件上用 `make record PROFILE={prof.name}` 录）。",
+        f"下面显示 tiny 配置（{get_profile('tiny').description}）录下的真实运行结果。",
+        "",
+    ])
+
+
+def vllm_version() -> str:
+    """``vllm.__version__`` of the installed vLLM (in read mode: of the one that made the recording)."""
+    import vllm
+
+    return vllm.__version__
