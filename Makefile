@@ -98,13 +98,13 @@ test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval
 	  && COURSE_PROFILE=qwen7b COURSE_RECORDINGS_DIR="$(CURDIR)/build/tiny-only" \
 	    $(READ_VENV)/bin/python -m pytest -q --nbval-lax -p no:cacheprovider $(LABS))
 
-# After the labs, no Ray, store or vLLM server process may still run (a zombie has ended: its parent has
-# not collected its exit status yet, which init does for Ray's reparented workers).
+# After the labs, no process the course started may still run: every vLLM server (`vllm serve` or the CPU
+# entry point), Ray process and store carries a COURSE_PROC_TAG, which `processes leftovers` looks for (a zombie
+# has ended: its parent has not collected its exit status yet, which init does for Ray's reparented workers).
+LEFTOVERS = $(VENV)/bin/python -m course_utils.processes leftovers --stop
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
 	$(call timed,COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS) \
-	  && { left="$$(ps -eo stat=,pid=,args= | awk '$$1 !~ /^Z/' | grep -E '[g]cs_server|[r]aylet|[m]oto.server|[r]ay::|[v]llm.entrypoints' || true)"; \
-	       if [ -n "$$left" ]; then echo "processes left after the labs (Ray, the store, vLLM servers):"; \
-	         echo "$$left"; exit 1; fi; })
+	  && $(LEFTOVERS) --what "the labs (live)")
 
 # The GPU profiles' way of running, on the tiny world (course_utils/profiles.py, _rehearsal): vLLM's multiprocess
 # engine, apply_model measurements, the GPU env, prefix caching, and the course's own GPU branches (the profile's
@@ -117,6 +117,7 @@ test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/
 	@rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/labs $(REHEARSAL)/recordings && cp -r data/recordings/tiny $(REHEARSAL)/recordings/
 	$(call timed,PATH="$(CURDIR)/tests/fakes:$$PATH" COURSE_RECORDINGS_DIR="$(CURDIR)/$(REHEARSAL)/recordings" \
 	  $(MAKE) --no-print-directory record PROFILE=rehearsal RECORD_DIR=$(REHEARSAL)/labs EXTRA=$(EXTRA) \
+	  && $(LEFTOVERS) --what "the rehearsal" \
 	  && COURSE_CHECK_REHEARSAL=1 $(VENV)/bin/python -m pytest -q -rs tests/test_lab_branches.py)
 
 # Coverage of the course's own code (course_utils/, labs/*.py) over the suites of `make test`, run again with

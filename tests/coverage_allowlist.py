@@ -233,6 +233,8 @@ ALLOWED: dict[str, str] = {
         "CPU branch no measured process took (1 lines; first: 'raise CheckoutError('): an edge or error path a unit test could take",
     'course_utils/processes.py::_cmdline_of':
         "CPU branch no measured process took (2 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take",
+    'course_utils/processes.py::_die_with_parent':
+        'runs in the child between fork and exec (preexec_fn), where no coverage tracer runs; tests/test_processes.py checks its effect',
     'course_utils/processes.py::_never':
         "CPU branch no measured process took (2 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take",
     'course_utils/processes.py::_running':
@@ -315,10 +317,6 @@ ALLOWED: dict[str, str] = {
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/store.py::S3Store.stop':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/store.py::_die_with_parent':
-        'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/store.py::wait_port':
-        'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/traffic.py::send.one':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/selftest.py::lab03_figures':
@@ -351,15 +349,15 @@ ALLOWED: dict[str, str] = {
         "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",
     'course_utils/server/process.py::Server.log_tail':
         "CPU branch no measured process took (1 lines; first: 'return log_tail(self.log_path, n)'): an edge or error path a unit test could take",
-    'course_utils/server/process.py::_in_jupyter_kernel':
+    'course_utils/processes.py::_in_jupyter_kernel':
         "CPU branch no measured process took (2 lines; first: 'except Exception:'): an edge or error path a unit test could take",
-    'course_utils/server/process.py::_install_hooks':
+    'course_utils/processes.py::_install_hooks':
         "CPU branch no measured process took (2 lines; first: 'return'): an edge or error path a unit test could take",
-    'course_utils/server/process.py::_on_signal':
+    'course_utils/processes.py::_on_signal':
         'edge: a SIGTERM/SIGINT to a kernel holding a server, with no earlier handler; the server tests stop processes by tag instead',
     'course_utils/server/process.py::cleanup_stale':
         "CPU branch no measured process took (5 lines; first: 'except (OSError, ValueError, KeyError, TypeError):'): an edge or error path a unit test could take",
-    'course_utils/server/process.py::port_free':
+    'course_utils/loopback.py::port_free':
         "CPU branch no measured process took (1 lines; first: 'return True'): an edge or error path a unit test could take",
     'course_utils/server/process.py::runtime_dir':
         'CPU branch no measured process took (1 lines; first: \'d = Path(os.environ["XDG_RUNTIME_DIR"]) / "multi-lora-course"\'): an edge or error path a unit test could take',
