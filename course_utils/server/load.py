@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .. import prometheus
+from ..loopback import is_loopback
 from ..replay import keys
 from ..replay.record import recorded
 
@@ -36,7 +37,7 @@ def lora_info_samples(metrics_text: str) -> list[dict]:
 
 
 def _loopback_only(srv: Server, what: str) -> None:
-    if srv.host not in ("127.0.0.1", "localhost", "::1"):
+    if not (is_loopback(srv.host) or srv.host == "localhost"):
         raise ValueError(f"{what} only targets a server on loopback")
 
 
