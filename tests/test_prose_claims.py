@@ -19,16 +19,17 @@ benchmark recordings (``data/recordings/cpu/``), which read mode shows whatever 
 from __future__ import annotations
 
 import ast
-import json
 import re
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
+from nbformat.v4 import new_markdown_cell, new_notebook
 
+from course_utils import notebooks
 from course_utils.arch import load_config
 from course_utils.engine import flops, opbench
 
@@ -47,24 +48,13 @@ COMPARED = {"01", "02", "03", "04", "05", SELF_TEST, "07"}
 SENTENCE_END = re.compile(r"(?<=[。；！？\n])")
 
 
-def _notebook(lab: str) -> dict:
-    path = next(p for p in LABS if p.name.startswith(lab))
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _text(source) -> str:
-    return "".join(source) if isinstance(source, list) else source
+def _notebook(lab: str):
+    return notebooks.read(next(p for p in LABS if p.name.startswith(lab)))
 
 
 def _outputs(lab: str) -> str:
     """All text a lab's committed outputs show (streams, plain text, HTML, markdown)."""
-    parts = []
-    for cell in _notebook(lab)["cells"]:
-        for out in cell.get("outputs", []):
-            parts.append(_text(out.get("text", "")))
-            for kind in ("text/plain", "text/html", "text/markdown"):
-                parts.append(_text(out.get("data", {}).get(kind, "")))
-    return "\n".join(parts)
+    return "\n".join(notebooks.output_text(out) for cell in _notebook(lab).cells for out in cell.get("outputs", []))
 
 
 def direction_sentences():
@@ -72,7 +62,7 @@ def direction_sentences():
     comparison sentence of the labs in COMPARED."""
     for path in LABS:
         lab = path.name[:2]
-        texts = [_text(c["source"]) for c in _notebook(lab)["cells"] if c["cell_type"] == "markdown"]
+        texts = [c.source for c in _notebook(lab).cells if c.cell_type == "markdown"]
         if lab == SELF_TEST:
             texts.append(_outputs(lab))
         for text in texts:
@@ -346,8 +336,7 @@ def check_long_tail_16x_steps() -> str | None:
 
 
 def check_wall_ratio_asserted_below_steps() -> str | None:
-    nb = _notebook("03")
-    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    code = "\n".join(c.source for c in _notebook("03").cells if c.cell_type == "code")
     return None if "assert wall < steps" in code else "Lab 03 no longer asserts that the wall ratio is below the step ratio"
 
 
@@ -641,7 +630,7 @@ def test_claim_holds(claim):
 
 
 def test_the_scanner_catches_a_new_claim(monkeypatch):
-    fake = {"cells": [{"cell_type": "markdown", "source": "在 CPU 上混合批次更快。其他句子。"}]}
+    fake = new_notebook(cells=[new_markdown_cell("在 CPU 上混合批次更快。其他句子。")])
     this = sys.modules[__name__]
     monkeypatch.setattr(this, "LABS", [REPO / "labs" / "99_fake.ipynb"])
     monkeypatch.setattr(this, "_notebook", lambda lab: fake)
@@ -653,10 +642,10 @@ def test_a_reversed_lab07_summary_is_caught(monkeypatch):
     comparison nobody registered: the scanner reports it."""
     reversed_summary = "- 每个副本的位置数 k 与货架大小之比决定了能命中多少：位置宽裕时几种路由差别不大，位置紧张时路由才要紧。"
     nb = _notebook("07")
-    nb["cells"].append({"cell_type": "markdown", "source": reversed_summary})
+    nb.cells.append(new_markdown_cell(reversed_summary))
     this = sys.modules[__name__]
-    monkeypatch.setattr(this, "_notebook", lambda lab: nb if lab == "07" else json.loads(
-        next(p for p in LABS if p.name.startswith(lab)).read_text(encoding="utf-8")))
+    read = this._notebook
+    monkeypatch.setattr(this, "_notebook", lambda lab: nb if lab == "07" else read(lab))
     unregistered = [s for lab, s in direction_sentences()
                     if lab == "07" and not any(c.lab == lab and c.fragment in s for c in CLAIMS)]
     assert reversed_summary in unregistered
