@@ -40,39 +40,23 @@ $(READ_VENV)/.installed: pyproject.toml
 	$(READ_VENV)/bin/pip install -q -e '.[dev]'
 	touch $@
 
+# Labs are executed by course_utils/labrun.py (a fresh kernel each, in labs/; nbconvert's notebook format).
 run: $(VENV)/.installed  ## execute every lab live on the default profile into build/
-	@mkdir -p build
-	@for nb in $(LABS); do \
-	  echo "== $$nb"; \
-	  $(VENV)/bin/jupyter nbconvert --to notebook --execute "$$nb" --output-dir build \
-	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 || exit 1; \
-	done
+	@$(VENV)/bin/python -m course_utils.labrun run --output-dir build $(LABS)
 	@$(VENV)/bin/python -m course_utils.report build $(LABS)
 
 # The shipped profile (tiny) records into the committed labs; any other profile (e.g. qwen7b on a 4090)
 # records beside them, into labs/recorded/<profile>/, so the committed labs and `make test` stay as they are.
 SHIPPED_PROFILE := tiny
 RECORD_DIR ?= $(if $(filter $(SHIPPED_PROFILE),$(PROFILE)),,labs/recorded/$(PROFILE))
-# Where the recordings go: data/recordings/<profile>/ (COURSE_RECORDINGS_DIR=<dir> moves the root: the rehearsal
-# records into build/ so that the tree stays clean).
-RECORDINGS_ROOT = $(or $(COURSE_RECORDINGS_DIR),data/recordings)
 
-# A lab that does not run live on PROFILE (Lab 07 on a GPU, every lab on llama3b) says so, records nothing and is
-# skipped here: its copy is not kept, and the loop goes on.
+# Each lab live with COURSE_RECORD=1, then its recording stamped (course_utils/labrun.py, record). Recordings go to
+# data/recordings/<profile>/ (COURSE_RECORDINGS_DIR=<dir> moves the root: the rehearsal records into build/ so that
+# the tree stays clean). A lab that does not run live on PROFILE (Lab 07 on a GPU, every lab on llama3b) says so,
+# records nothing and is skipped: its copy is not kept, and the loop goes on.
 record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|rehearsal; llama3b runs no lab live)
-	@$(if $(RECORD_DIR),mkdir -p $(RECORD_DIR);) for nb in $(LABS); do \
-	  echo "== recording $$nb ($(PROFILE))"; \
-	  out="$(if $(RECORD_DIR),$(RECORD_DIR)/$$(basename $$nb),$$nb)"; \
-	  rec="$(RECORDINGS_ROOT)/$(PROFILE)/$$(basename $$nb .ipynb).json"; rm -f "$$rec"; \
-	  COURSE_PROFILE=$(PROFILE) COURSE_MODE=live COURSE_RECORD=1 \
-	  COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" \
-	  $(VENV)/bin/jupyter nbconvert --to notebook --execute "$$nb" --output "$$(basename $$out)" \
-	    --output-dir "$$(dirname $$out)" \
-	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 || exit 1; \
-	  if [ ! -f "$$rec" ]; then echo "   skipped: $$nb does not run live on profile $(PROFILE) (the lab says why)"; \
-	    [ "$$out" = "$$nb" ] || rm -f "$$out"; continue; fi; \
-	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.replay.stale --stamp --profile $(PROFILE) "$$out" || exit 1; \
-	done
+	@COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" $(VENV)/bin/python -m course_utils.labrun record \
+	  --profile $(PROFILE) $(if $(RECORD_DIR),--output-dir $(RECORD_DIR)) $(LABS)
 
 test: setup test-unit test-stale test-replay test-live test-rehearsal test-browser test-nbgrader check-vllm-api  ## everything CI runs
 	@echo "make test: all green"
