@@ -170,15 +170,15 @@ def ratio_lines(res: dict) -> list[str]:
     share = res["lora_op_share"]
     gap = 1 - m["mixed"] / m["base"]
     lines = [
-        f"vLLM's CPU ops:   mixed / base = {m['mixed'] / m['base']:.2f}x; base (LoRA engine) / no LoRA = "
-        f"{m['base'] / m['no LoRA']:.2f}x",
-        f"grouped ops:      mixed / base = {m['mixed, grouped ops'] / m['base, grouped ops']:.2f}x; "
-        f"mixed, grouped / mixed, vLLM's ops = {m['mixed, grouped ops'] / m['mixed']:.2f}x",
+        (f"vLLM's CPU ops:   mixed / base = {m['mixed'] / m['base']:.2f}x; base (LoRA engine) / no LoRA = "
+         f"{m['base'] / m['no LoRA']:.2f}x"),
+        (f"grouped ops:      mixed / base = {m['mixed, grouped ops'] / m['base, grouped ops']:.2f}x; "
+         f"mixed, grouped / mixed, vLLM's ops = {m['mixed, grouped ops'] / m['mixed']:.2f}x"),
         f"time inside the LoRA ops: {100 * share['mixed']:.0f}% of the mixed run with vLLM's ops, "
         f"{100 * share['mixed, grouped ops']:.0f}% with the grouped ops"
         + (f" (mixed makes {100 * gap:.0f}% fewer tokens/s than base)" if gap > 0 else ""),
-        f"grouped ops give vLLM's tokens on every adapter row: {res['grouped_same_tokens_on_adapter_rows']}; "
-        f"base rows give the no-LoRA engine's tokens: {res['base_rows_same_as_no_lora']}",
+        (f"grouped ops give vLLM's tokens on every adapter row: {res['grouped_same_tokens_on_adapter_rows']}; "
+         f"base rows give the no-LoRA engine's tokens: {res['base_rows_same_as_no_lora']}"),
     ]
     return lines
 

@@ -30,7 +30,7 @@ def _judge_requests(answer):
         return False, f"要的是一个列表，每个 prompt 一项（LoRARequest 或 None），这里是{kind(answer)}。"
     if len(answer) != len(want):
         return False, f"{len(answer)} 项对 {len(want)} 个 prompt：每个 prompt 一项，按 prompt 的顺序。"
-    for i, (r, w) in enumerate(zip(answer, want)):
+    for i, r in enumerate(answer):
         if isinstance(r, str):
             text = r.strip().lower()
             if text in ("none", "null", "", "base", "基座", "裸基座", "no adapter"):

@@ -293,8 +293,8 @@ def lab_disk_lines(rows: dict[str, DfRow], profile: str, needs: list[Need]) -> l
     after = row.avail_bytes - sum(n.bytes for n in needs if rows[n.where].mount == row.mount)
     need = merged_copy_bytes(profile)
     verdict = "OK" if after >= need + MARGIN_BYTES else "NOT ENOUGH: Lab 05's merge section will stop with this message"
-    return [f"labs: Lab 05 writes a merged copy of the base ({need / GIB:.1f} GiB) under build/ on {row.mount} and "
-            f"removes it when the section ends; {max(after, 0) / GIB:.1f} GiB will be free there after setup: {verdict}"]
+    return [(f"labs: Lab 05 writes a merged copy of the base ({need / GIB:.1f} GiB) under build/ on {row.mount} and "
+             f"removes it when the section ends; {max(after, 0) / GIB:.1f} GiB will be free there after setup: {verdict}")]
 
 
 def require_free_disk(path, need_bytes: int, what: str) -> None:
