@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..answers import kind, show, word
-from .common import Exercise, whole_number
+from .common import Exercise, judge_choice, whole_number
 
 # The batch of exercise 01.requests: (adapter name or None, user text); Lab 01 registers the adapters
 # as LoRARequest("sql", 1, ...), ("support", 2, ...), ("medical", 3, ...), ("json", 4, ...) in the
@@ -104,15 +104,12 @@ def _more_steps_choice(answer) -> str | None:
 
 
 def _judge_steps(answer):
-    choice = _more_steps_choice(answer)
-    if choice == "max_loras=1":
-        return True, ("对：只有一个槽位时，调度器每一步只放行一个 adapter 的行，其余排队，同一批请求要走更多步；"
-                      "每一行的答案不变。")
-    if choice == "max_loras=4":
-        return False, "槽位多了，几个 adapter 能在同一步里一起跑，所以 max_loras=4 要的步数更少，不是更多。"
-    if choice == "same":
-        return False, "每一行的答案确实不变，但步数变了：只有一个槽位时，adapter 要排队轮流。"
-    return False, f'{show(answer)} 读不出是哪一个：答 "max_loras=1"、"max_loras=4" 或 "same"（一样多），只选一个。'
+    return judge_choice(_more_steps_choice(answer), "max_loras=1", {
+        "max_loras=1": ("对：只有一个槽位时，调度器每一步只放行一个 adapter 的行，其余排队，同一批请求要走更多步；"
+                        "每一行的答案不变。"),
+        "max_loras=4": "槽位多了，几个 adapter 能在同一步里一起跑，所以 max_loras=4 要的步数更少，不是更多。",
+        "same": "每一行的答案确实不变，但步数变了：只有一个槽位时，adapter 要排队轮流。",
+    }, f'{show(answer)} 读不出是哪一个：答 "max_loras=1"、"max_loras=4" 或 "same"（一样多），只选一个。')
 
 
 EXERCISES = [
