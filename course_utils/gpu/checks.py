@@ -1,10 +1,11 @@
 """GPU, driver and disk checks for the AutoDL setup (``autodl/setup.sh``).
 
 Everything here is standard library only, so ``setup.sh`` runs it with the
-instance's own ``python3`` before the course's virtual environment exists::
+instance's own ``python3`` before the course's virtual environment exists, through
+``autodl/run_module.py`` (which skips ``course_utils/__init__.py`` and the dependencies it imports)::
 
-    python3 -m course_utils.gpu.checks gpu --profile qwen7b --smi "$(nvidia-smi --query-gpu=... )"
-    python3 -m course_utils.gpu.checks disk --profile qwen7b --df-data "$(df -Pk /root/autodl-tmp)" ...
+    python3 autodl/run_module.py course_utils.gpu.checks gpu --profile qwen7b --smi "$(nvidia-smi --query-gpu=... )"
+    python3 autodl/run_module.py course_utils.gpu.checks disk --profile qwen7b --df-data "$(df -Pk /root/autodl-tmp)" ...
 
 The decisions are pure functions of ``nvidia-smi``'s and ``df``'s text so
 that the tests can feed them fake outputs.
