@@ -81,7 +81,7 @@ def test_report_has_right_next_to_format_on_both_phrasings(quality):
             assert table[task][f"{kind}_format"] == sum(r.passes for r in group) / ROWS, (task, kind)
             assert table[task][f"{kind}_right"] == sum(r.right for r in group) / ROWS, (task, kind)
         t = table[task]
-        [line] = [line for line in text.splitlines() if line.split()[:1] == [task]]
+        [line] = [line for line in text.splitlines() if line.split()[:2] == [task, str(ROWS)]]
         assert line.split() == [task, str(ROWS), q._pct(t["adapter_format"]), q._pct(t["adapter_right"]),
                                 str(ROWS), q._pct(t["reworded_format"]), q._pct(t["reworded_right"]),
                                 q._pct(t["base_format"]), q._pct(t["base_right"]), q._pct(t["vllm_equals_hf"])]
