@@ -51,11 +51,9 @@ ALLOWED: dict[str, str] = {
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
     'course_utils/engine/loadbench.py::adapters_for':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
-    'course_utils/engine/loadbench.py::main':
+    'course_utils/engine/loadbench.py::main.measure':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
     'course_utils/engine/loadbench.py::run':
-        'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
-    'course_utils/engine/loadbench.py::save':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
     'course_utils/engine/loadbench.py::time_add_lora':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
@@ -67,19 +65,13 @@ ALLOWED: dict[str, str] = {
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::_span':
         'CPU branch no measured process took (1 lines; first: \'return "n/a"\'): an edge or error path a unit test could take',
-    'course_utils/engine/opbench.py::command_line':
-        'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::load_run':
         'CPU branch no measured process took (1 lines; first: \'raise OpBenchError(f"no recorded {what} at {Path(path).name}; make it with `make {make_tar\'): an edge or error path a unit test could take',
-    'course_utils/engine/opbench.py::main':
-        'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::plot':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::provenance':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::save':
-        'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
-    'course_utils/engine/opbench.py::save_run':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::sweep':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
@@ -119,13 +111,11 @@ ALLOWED: dict[str, str] = {
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
     'course_utils/engine/widebench.py::build_wide':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
-    'course_utils/engine/widebench.py::main':
+    'course_utils/engine/widebench.py::main.measure':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
     'course_utils/engine/widebench.py::run':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
     'course_utils/engine/widebench.py::run.setting':
-        'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
-    'course_utils/engine/widebench.py::save':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
     'course_utils/gpu/checks.py::gpu_verdict':
         "CPU branch no measured process took (2 lines; first: 'except ValueError as e:'): an edge or error path a unit test could take",
