@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import ast
 import importlib.metadata as metadata
-import json
 import re
 import sys
 from functools import cache
 from pathlib import Path
 
 import pytest
+
+from course_utils import notebooks
 
 tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11+")
 
@@ -48,8 +49,6 @@ PROVIDED_BY = {
 NOT_IMPORTED = {
     "jupyterlab": "make jupyter",
     "ipykernel": "the labs' kernel (make setup registers it)",
-    "nbconvert": "jupyter nbconvert: make run, make record, make bench-labs",
-    "nbformat": "the labs' file format, read by nbconvert, nbval and nbgrader",
     "nbval": "pytest --nbval (make test-replay, make test-live)",
     "pytest-timeout": "a pytest plugin",
     "ruff": "make lint",
@@ -84,16 +83,16 @@ def imports_of(source: str) -> set[str]:
             names.add(node.module.split(".")[0])
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
               and node.func.attr in ("importorskip", "import_module") and node.args
-              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+              and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+              and not node.args[0].value.startswith(".")):     # import_module(".server", __name__): relative
             names.add(node.args[0].value.split(".")[0])
     return names
 
 
 def notebook_code(path: Path) -> str:
     """A notebook's code cells as one module (IPython's % and ! lines left out)."""
-    cells = json.loads(path.read_text())["cells"]
-    lines = [line for c in cells if c["cell_type"] == "code"
-             for line in "".join(c["source"]).splitlines() if not line.lstrip().startswith(("%", "!"))]
+    lines = [line for cell in notebooks.code_cells(path)
+             for line in cell.splitlines() if not line.lstrip().startswith(("%", "!"))]
     return "\n".join(lines)
 
 

@@ -7,6 +7,6 @@ import sys
 
 def test_leaves_an_orphan():
     # as the stand-in server did: its child outlives it, reparented to init
-    subprocess.run([sys.executable, "-c",
-                    "import subprocess, sys; "
-                    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])"], check=True)
+    subprocess.run([sys.executable, "-c", ("import subprocess, sys; "
+                                           "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])")],
+                   check=True)
