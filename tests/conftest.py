@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -56,9 +55,8 @@ def leftover_report(settle: float = 3.0) -> str:
     def left():
         return processes.find(os.getpid(), env={SESSION_ENV: SESSION_ID}, exclude=helpers)
 
-    deadline = time.monotonic() + settle  # a process that is already on its way out is not a leak
-    while (procs := left()) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    processes.wait_until(lambda: not left(), settle)  # a process already on its way out is not a leak
+    procs = left()
     if not procs:
         return ""
     lines = "\n".join(_describe(p) for p in procs)

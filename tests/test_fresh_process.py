@@ -9,21 +9,7 @@ from pathlib import Path
 
 import pytest
 
-OUTCOMES = '''
-import pytest
-
-@pytest.mark.fresh_process
-def test_passes():
-    pass
-
-@pytest.mark.fresh_process
-def test_fails():
-    assert 6 * 7 == 41
-
-@pytest.mark.fresh_process
-def test_skips():
-    pytest.skip("nothing to do here")
-'''
+PROGRAMS = Path(__file__).with_name("programs")
 
 
 @pytest.mark.fresh_process(COURSE_PROBE="from the marker")
@@ -35,7 +21,7 @@ def test_the_body_runs_in_a_child_with_the_markers_environment():
 
 def test_a_pass_a_failure_and_a_skip_come_back(tmp_path):
     shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
-    (tmp_path / "test_outcomes.py").write_text(OUTCOMES)
+    shutil.copy(PROGRAMS / "fresh_outcomes.py", tmp_path / "test_outcomes.py")
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:nbval",
                         str(tmp_path)],
                        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from course_utils import memory as mm
+from course_utils import notebooks
 from course_utils.arch import ConfigError
 from course_utils.memory import GiB, MemoryModelError
 from course_utils.paths import CONFIGS
@@ -282,7 +283,7 @@ def test_no_room_error_names_the_shortfall_and_the_biggest_knob():
 def _lab_code() -> str:
     cells = []
     for nb in sorted((REPO / "labs").glob("*.ipynb")):
-        cells += ["".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+        cells += notebooks.code_cells(nb)
     return "\n".join(cells)
 
 
