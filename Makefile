@@ -17,7 +17,7 @@ NBVAL := --nbval
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
 .PHONY: test-rehearsal
-.PHONY: coverage-gpu bench-scale setup run record test test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-sibling tiny-ranks eval demo bench-labs clean
+.PHONY: coverage-gpu bench-scale setup run record test lint test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-sibling tiny-ranks eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
@@ -40,45 +40,34 @@ $(READ_VENV)/.installed: pyproject.toml
 	$(READ_VENV)/bin/pip install -q -e '.[dev]'
 	touch $@
 
+# Labs are executed by course_utils/labrun.py (a fresh kernel each, in labs/; nbconvert's notebook format).
 run: $(VENV)/.installed  ## execute every lab live on the default profile into build/
-	@mkdir -p build
-	@for nb in $(LABS); do \
-	  echo "== $$nb"; \
-	  $(VENV)/bin/jupyter nbconvert --to notebook --execute "$$nb" --output-dir build \
-	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 || exit 1; \
-	done
+	@$(VENV)/bin/python -m course_utils.labrun run --output-dir build $(LABS)
 	@$(VENV)/bin/python -m course_utils.report build $(LABS)
 
 # The shipped profile (tiny) records into the committed labs; any other profile (e.g. qwen7b on a 4090)
 # records beside them, into labs/recorded/<profile>/, so the committed labs and `make test` stay as they are.
 SHIPPED_PROFILE := tiny
 RECORD_DIR ?= $(if $(filter $(SHIPPED_PROFILE),$(PROFILE)),,labs/recorded/$(PROFILE))
-# Where the recordings go: data/recordings/<profile>/ (COURSE_RECORDINGS_DIR=<dir> moves the root: the rehearsal
-# records into build/ so that the tree stays clean).
-RECORDINGS_ROOT = $(or $(COURSE_RECORDINGS_DIR),data/recordings)
 
-# A lab that does not run live on PROFILE (Lab 07 on a GPU, every lab on llama3b) says so, records nothing and is
-# skipped here: its copy is not kept, and the loop goes on.
+# Each lab live with COURSE_RECORD=1, then its recording stamped (course_utils/labrun.py, record). Recordings go to
+# data/recordings/<profile>/ (COURSE_RECORDINGS_DIR=<dir> moves the root: the rehearsal records into build/ so that
+# the tree stays clean). A lab that does not run live on PROFILE (Lab 07 on a GPU, every lab on llama3b) says so,
+# records nothing and is skipped: its copy is not kept, and the loop goes on.
 record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|rehearsal; llama3b runs no lab live)
-	@$(if $(RECORD_DIR),mkdir -p $(RECORD_DIR);) for nb in $(LABS); do \
-	  echo "== recording $$nb ($(PROFILE))"; \
-	  out="$(if $(RECORD_DIR),$(RECORD_DIR)/$$(basename $$nb),$$nb)"; \
-	  rec="$(RECORDINGS_ROOT)/$(PROFILE)/$$(basename $$nb .ipynb).json"; rm -f "$$rec"; \
-	  COURSE_PROFILE=$(PROFILE) COURSE_MODE=live COURSE_RECORD=1 \
-	  COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" \
-	  $(VENV)/bin/jupyter nbconvert --to notebook --execute "$$nb" --output "$$(basename $$out)" \
-	    --output-dir "$$(dirname $$out)" \
-	    --ExecutePreprocessor.timeout=900 --ExecutePreprocessor.kernel_name=python3 || exit 1; \
-	  if [ ! -f "$$rec" ]; then echo "   skipped: $$nb does not run live on profile $(PROFILE) (the lab says why)"; \
-	    [ "$$out" = "$$nb" ] || rm -f "$$out"; continue; fi; \
-	  COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.replay.stale --stamp --profile $(PROFILE) "$$out" || exit 1; \
-	done
+	@COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" $(VENV)/bin/python -m course_utils.labrun record \
+	  --profile $(PROFILE) $(if $(RECORD_DIR),--output-dir $(RECORD_DIR)) $(LABS)
 
-test: setup test-unit test-stale test-replay test-live test-rehearsal test-browser test-nbgrader check-vllm-api  ## everything CI runs
+test: setup lint test-unit test-stale test-replay test-live test-rehearsal test-browser test-nbgrader check-vllm-api  ## everything CI runs
 	@echo "make test: all green"
 
-test-unit:  ## unit tests, the tiny world's quality gate, the trainer's smoke run
-	$(call timed,$(VENV)/bin/python -m pytest tests -q --durations=8 --ignore=tests/browser --ignore=tests/grading)
+# ruff's rule set and why: [tool.ruff] in pyproject.toml (bugs, not style; the notebooks are left out).
+lint: $(VENV)/.installed  ## ruff check of course_utils, tests, labs/*.py and autodl/*.py
+	$(call timed,$(VENV)/bin/python -m ruff check .)
+
+# -rs: each skipped test says why, so a test that never runs here does not pass unseen.
+test-unit: $(VENV)/.installed  ## unit tests, the tiny world's quality gate, the trainer's smoke run
+	$(call timed,$(VENV)/bin/python -m pytest tests -q -rs --durations=8 --ignore=tests/browser --ignore=tests/grading)
 
 test-stale: $(READ_VENV)/.installed  ## committed notebooks and recordings must match the code that made them
 	$(call timed,$(READ_VENV)/bin/python -m course_utils.replay.stale --profile $(SHIPPED_PROFILE) --other-profiles $(LABS))
@@ -98,13 +87,13 @@ test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval
 	  && COURSE_PROFILE=qwen7b COURSE_RECORDINGS_DIR="$(CURDIR)/build/tiny-only" \
 	    $(READ_VENV)/bin/python -m pytest -q --nbval-lax -p no:cacheprovider $(LABS))
 
-# After the labs, no Ray, store or vLLM server process may still run (a zombie has ended: its parent has
-# not collected its exit status yet, which init does for Ray's reparented workers).
+# After the labs, no process the course started may still run: every vLLM server (`vllm serve` or the CPU
+# entry point), Ray process and store carries a COURSE_PROC_TAG, which `processes leftovers` looks for (a zombie
+# has ended: its parent has not collected its exit status yet, which init does for Ray's reparented workers).
+LEFTOVERS = $(VENV)/bin/python -m course_utils.processes leftovers --stop
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
 	$(call timed,COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS) \
-	  && { left="$$(ps -eo stat=,pid=,args= | awk '$$1 !~ /^Z/' | grep -E '[g]cs_server|[r]aylet|[m]oto.server|[r]ay::|[v]llm.entrypoints' || true)"; \
-	       if [ -n "$$left" ]; then echo "processes left after the labs (Ray, the store, vLLM servers):"; \
-	         echo "$$left"; exit 1; fi; })
+	  && $(LEFTOVERS) --what "the labs (live)")
 
 # The GPU profiles' way of running, on the tiny world (course_utils/profiles.py, _rehearsal): vLLM's multiprocess
 # engine, apply_model measurements, the GPU env, prefix caching, and the course's own GPU branches (the profile's
@@ -117,6 +106,7 @@ test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/
 	@rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/labs $(REHEARSAL)/recordings && cp -r data/recordings/tiny $(REHEARSAL)/recordings/
 	$(call timed,PATH="$(CURDIR)/tests/fakes:$$PATH" COURSE_RECORDINGS_DIR="$(CURDIR)/$(REHEARSAL)/recordings" \
 	  $(MAKE) --no-print-directory record PROFILE=rehearsal RECORD_DIR=$(REHEARSAL)/labs EXTRA=$(EXTRA) \
+	  && $(LEFTOVERS) --what "the rehearsal" \
 	  && COURSE_CHECK_REHEARSAL=1 $(VENV)/bin/python -m pytest -q -rs tests/test_lab_branches.py)
 
 # Coverage of the course's own code (course_utils/, labs/*.py) over the suites of `make test`, run again with

@@ -22,7 +22,7 @@
 #   6. train the four adapters (python -m course_utils.gpu.train_adapters)
 #   7. check the profile and print how to start
 #
-# Which CUDA, which driver (sources in course_utils/gpu_checks.py): vllm 0.26.0 pins torch==2.11.0;
+# Which CUDA, which driver (sources in course_utils/gpu/checks.py): vllm 0.26.0 pins torch==2.11.0;
 # the default PyPI wheels of both are built for CUDA 13.0 (pytorch PR #177975, colabtools issue
 # #5925; vLLM's VLLM_MAIN_CUDA_VERSION=13.0, open-instruct PR #1874), and CUDA 13.x needs an NVIDIA
 # driver >= 580 (NVIDIA's CUDA minor-version-compatibility table; CUDA 12.x needs >= 525.60.13).
@@ -240,6 +240,26 @@ df_of() {
   df -Pk "$p"
 }
 
+# Steps 1, 2 and the dry-run plans of steps 5 and 6 run course_utils modules with $SYS_PY, before step 3
+# installs the course's dependencies: autodl/run_module.py runs one without the package's __init__ (which
+# imports psutil and the rest of the package). A module missing all the same exits with MISSING_MODULE.
+MISSING_MODULE=3
+sys_py() {
+  "$SYS_PY" "$REPO/autodl/run_module.py" "$@"
+}
+
+# After a failed sys_py (status $1): a missing module stops the setup with its own message; else the
+# message given, if any (without one, the caller goes on).
+sys_py_failed() {
+  local rc="$1"
+  shift
+  if [ "$rc" = "$MISSING_MODULE" ]; then
+    fail "'$SYS_PY' lacks the Python module named above, which the setup's own checks import." \
+      "These checks need only Python's standard library: use a complete Python 3.10-3.13 (PYTHON=/path/to/python3)."
+  fi
+  if [ $# -gt 0 ]; then fail "$@"; fi
+}
+
 venv_ready() {
   [ -x "$VPY" ] && [ -f "$STATE/venv.done" ] && [ "$(head -n 1 "$STATE/venv.done")" = "$VENV_STAMP" ] \
     && "$VPY" -c "import importlib.metadata as m, sys; sys.exit(m.version('vllm').split('+')[0] != '$VLLM_VERSION')" \
@@ -279,7 +299,7 @@ if [ "$AWQ" = 1 ]; then gpu_args+=(--awq); fi
 if [ "$NO_GPU" = 1 ]; then
   say "--no-gpu: GPU check skipped (the adapters are not trained in this run)."
 elif ! command -v nvidia-smi > /dev/null 2>&1; then
-  "$SYS_PY" -m course_utils.gpu.checks gpu "${gpu_args[@]}" || true
+  sys_py course_utils.gpu.checks gpu "${gpu_args[@]}" || sys_py_failed $?
   fail "no NVIDIA GPU here (nvidia-smi is missing)."
 else
   SMI_OUT="$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>&1)" \
@@ -289,8 +309,8 @@ else
     SMI_RC=0
     SMI_OUT="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1)" || SMI_RC=$?
   fi
-  GPU_REPORT="$("$SYS_PY" -m course_utils.gpu.checks gpu "${gpu_args[@]}" --smi "$SMI_OUT" --smi-rc "$SMI_RC")" \
-    || fail "this GPU / driver cannot run the course as configured (details above)."
+  GPU_REPORT="$(sys_py course_utils.gpu.checks gpu "${gpu_args[@]}" --smi "$SMI_OUT" --smi-rc "$SMI_RC")" \
+    || sys_py_failed $? "this GPU / driver cannot run the course as configured (details above)."
   say "$GPU_REPORT"
 fi
 
@@ -323,7 +343,7 @@ if [ "$AWQ" = 1 ]; then disk_args+=(--awq); fi
 if [ "$WITH_BF16" = 1 ]; then disk_args+=(--with-bf16); fi
 if [ "$VENV_READY" = 1 ]; then disk_args+=(--venv-ready); fi
 if [ "$WILL_TRAIN" = 1 ]; then disk_args+=(--train); fi
-"$SYS_PY" -m course_utils.gpu.checks disk "${disk_args[@]}" || fail "not enough free disk space (details above)."
+sys_py course_utils.gpu.checks disk "${disk_args[@]}" || sys_py_failed $? "not enough free disk space (details above)."
 
 # ---------------------------------------------------------------------------
 step 3 "Python environment (vllm==$VLLM_VERSION, $VARIANT wheels)"
@@ -387,7 +407,7 @@ if [ "$AWQ" = 1 ]; then dl_args+=(--awq); fi
 if [ "$WITH_BF16" = 1 ]; then dl_args+=(--with-bf16); fi
 if [ "$DRY_RUN" = 1 ]; then
   # The planner reads the folders only; it needs no venv and no network.
-  "$SYS_PY" -m course_utils.gpu.download "${dl_args[@]}" --dry-run
+  sys_py course_utils.gpu.download "${dl_args[@]}" --dry-run || sys_py_failed $? "the download plan failed (details above)."
   with_turbo "$VPY" -m course_utils.gpu.download "${dl_args[@]}"
 elif "$VPY" -m course_utils.gpu.download "${dl_args[@]}" --verify-only > /dev/null 2>&1; then
   "$VPY" -m course_utils.gpu.download "${dl_args[@]}" --verify-only
@@ -408,7 +428,8 @@ else
   train_args=(--profile qwen7b)
   if [ -n "$STEPS" ]; then train_args+=(--steps "$STEPS"); fi
   if [ "$DRY_RUN" = 1 ]; then
-    "$SYS_PY" -m course_utils.gpu.train_adapters "${train_args[@]}" --dry-run
+    sys_py course_utils.gpu.train_adapters "${train_args[@]}" --dry-run \
+      || sys_py_failed $? "the training plan failed (details above)."
     run "$VPY" -m course_utils.gpu.train_adapters "${train_args[@]}"
   else
     run "$VPY" -m course_utils.gpu.train_adapters "${train_args[@]}" \

@@ -17,7 +17,7 @@ The labs show the real vLLM code; these helpers do the plumbing. By concern:
 """
 
 from .adapters import AdapterError, check_adapter, read_adapter
-from . import exercises, profiles, server
+from . import exercises, profiles
 from .banner import vllm_version
 from .lab import start
 from .replay.record import measure, replayable
@@ -28,3 +28,13 @@ from .replay.session import RecordingError, ReplayMiss
 
 __all__ = ["AdapterError", "Profile", "ProfileError", "RecordingError", "ReplayMiss", "check_adapter",
            "chat_prompt", "exercises", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "replayable", "server", "start", "timer", "vllm_version"]
+
+
+def __getattr__(name: str):
+    # ``cu.server`` is imported when first used: importing the package starts nothing and needs no psutil
+    # (``python -m course_utils.processes`` and the set-up checks import it first).
+    if name == "server":
+        import importlib
+
+        return importlib.import_module(".server", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

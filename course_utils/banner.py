@@ -29,8 +29,8 @@ def read_instead_notice(prof: Profile, lab: str, why: str, live_here: str) -> st
     """What a lab does on a profile that cannot run it live (why, what runs instead, how to run it live)."""
     return "\n".join([
         why,
-        f"这里现场运行的：{lab} 里什么都不跑。它以读模式打开，显示 tiny 配置（{get_profile('tiny').description}）"
-        f"录下的运行结果。",
+        (f"这里现场运行的：{lab} 里什么都不跑。它以读模式打开，显示 tiny 配置（{get_profile('tiny').description}）"
+         f"录下的运行结果。"),
         *([live_here] if live_here else []),
         "",
     ])
@@ -59,8 +59,8 @@ def no_recording_notice(prof: Profile, lab: str) -> str | None:
     if prof.name == "tiny" or record.recording_path(prof.name, lab).is_file():
         return None
     return "\n".join([
-        f"读模式：配置 {prof.name!r} 没有 {lab} 的录制（随仓库提供的是 tiny 配置的录制；"
-        f"{prof.name} 的录制要在它的硬件上用 `make record PROFILE={prof.name}` 录）。",
+        (f"读模式：配置 {prof.name!r} 没有 {lab} 的录制（随仓库提供的是 tiny 配置的录制；"
+         f"{prof.name} 的录制要在它的硬件上用 `make record PROFILE={prof.name}` 录）。"),
         f"下面显示 tiny 配置（{get_profile('tiny').description}）录下的真实运行结果。",
         "",
     ])

@@ -143,7 +143,6 @@ def setup_table(install=INSTALL_S, download_mb_s=DOWNLOAD_MB_S, train_step=TRAIN
 
     from .gpu import download
     from .gpu.train_adapters import GPU_TRAIN, TASKS
-
     from .tinyworld.trainer import ADAPTERS
 
     nbytes = sum(item.approx_bytes for item in download.plan_items("qwen7b"))

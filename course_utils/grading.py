@@ -25,37 +25,38 @@ from __future__ import annotations
 import argparse
 import copy
 import importlib.util
-import json
 import re
 import sys
 from pathlib import Path
 
-from .notebooks import cell_source, set_cell_source
+from nbformat import NotebookNode
+
+from .notebooks import read, write
 
 CHECK = re.compile(r'exercises\.check\("(?P<name>[^"]+)",\s*(?P<var>\w+)\)')
-BLANK = re.compile(r"^(?P<var>\w+)\s*=\s*(\.\.\.|\{)", re.M)
+BLANK = re.compile(r"^(?P<var>\w+)\s*=\s*(\.\.\.|\{)", re.MULTILINE)
 SCHEMA = 3
 
 
 def _tags(cell) -> list[str]:
-    return cell.get("metadata", {}).get("tags", [])
+    return cell.metadata.get("tags", [])
 
 
 def grade_id(kind: str, name: str) -> str:
     return f"{kind}_{name.replace('.', '_')}"
 
 
-def exercises(nb: dict) -> list[dict]:
+def exercises(nb: NotebookNode) -> list[dict]:
     """The lab's exercises in order: name, answer variable, and the indices of the two cells."""
-    cells, out = nb["cells"], []
+    cells, out = nb.cells, []
     for i, c in enumerate(cells):
         if "exercise-check" not in _tags(c):
             continue
-        m = CHECK.search(cell_source(c))
+        m = CHECK.search(c.source)
         if not m:
             raise ValueError(f"cell {i} is tagged exercise-check but does not call cu.exercises.check(name, var)")
         blank = [j for j, e in enumerate(cells[:i]) if "exercise" in _tags(e)
-                 and any(b.group("var") == m["var"] for b in BLANK.finditer(cell_source(e)))]
+                 and any(b.group("var") == m["var"] for b in BLANK.finditer(e.source))]
         if not blank:
             raise ValueError(f"cell {i} checks {m['var']!r}, but no earlier cell tagged exercise assigns it")
         out.append({"name": m["name"], "var": m["var"], "exercise": blank[-1], "check": i})
@@ -71,12 +72,12 @@ def nbgrader_metadata(kind: str, name: str) -> dict:
             "schema_version": SCHEMA, "solution": False, "task": False}
 
 
-def tag(nb: dict) -> bool:
+def tag(nb: NotebookNode) -> bool:
     """Give every exercise and check cell its nbgrader metadata; True if anything changed."""
     changed = False
     for ex in exercises(nb):
         for kind in ("exercise", "check"):
-            meta = nb["cells"][ex[kind]].setdefault("metadata", {})
+            meta = nb.cells[ex[kind]].metadata
             want = nbgrader_metadata(kind, ex["name"])
             if meta.get("nbgrader") != want:
                 meta["nbgrader"], changed = want, True
@@ -88,7 +89,7 @@ def hidden_test(name: str, var: str) -> str:
             f"assert ok is True, f\"{name}: {{why}}\"")
 
 
-def source_version(nb: dict, reference: dict[str, str]) -> dict:
+def source_version(nb: NotebookNode, reference: dict[str, str]) -> NotebookNode:
     """nbgrader's source notebook: reference answers as solutions, the judge as hidden tests.
 
     ``reference`` maps an exercise name to the Python source of its answer, evaluated in the lab.
@@ -97,24 +98,22 @@ def source_version(nb: dict, reference: dict[str, str]) -> dict:
     for ex in exercises(nb):
         if ex["name"] not in reference:
             raise KeyError(f"no reference answer for exercise {ex['name']!r}")
-        blank, check = nb["cells"][ex["exercise"]], nb["cells"][ex["check"]]
-        set_cell_source(blank, f"{cell_source(blank)}\n### BEGIN SOLUTION\n{ex['var']} = {reference[ex['name']]}\n"
-                           f"### END SOLUTION")
-        set_cell_source(check, f"{cell_source(check)}\n### BEGIN HIDDEN TESTS\n{hidden_test(ex['name'], ex['var'])}\n"
-                           f"### END HIDDEN TESTS")
-    for c in nb["cells"]:
-        if c["cell_type"] == "code":
-            c["outputs"], c["execution_count"] = [], None
+        blank, check = nb.cells[ex["exercise"]], nb.cells[ex["check"]]
+        blank.source += f"\n### BEGIN SOLUTION\n{ex['var']} = {reference[ex['name']]}\n### END SOLUTION"
+        check.source += f"\n### BEGIN HIDDEN TESTS\n{hidden_test(ex['name'], ex['var'])}\n### END HIDDEN TESTS"
+    for c in nb.cells:
+        if c.cell_type == "code":
+            c.outputs, c.execution_count = [], None
     return nb
 
 
-def answered(nb: dict, answers: dict[str, str]) -> dict:
+def answered(nb: NotebookNode, answers: dict[str, str]) -> NotebookNode:
     """A student's submission: the released notebook with ``answers`` (name -> source) after each blank."""
     nb = copy.deepcopy(nb)
     for ex in exercises(nb):
         if ex["name"] in answers:
-            cell = nb["cells"][ex["exercise"]]
-            set_cell_source(cell, f"{cell_source(cell).rstrip()}\n{ex['var']} = {answers[ex['name']]}")
+            cell = nb.cells[ex["exercise"]]
+            cell.source = f"{cell.source.rstrip()}\n{ex['var']} = {answers[ex['name']]}"
     return nb
 
 
@@ -130,11 +129,6 @@ c.ExecutePreprocessor.timeout = 600
 '''
 
 
-def write_json(path: Path, nb: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
 def assignment_name(lab: Path) -> str:
     return f"lab{lab.name[:2]}"
 
@@ -146,10 +140,10 @@ def course(root: Path, labs: list[Path], reference: dict[str, str]) -> list[str]
     (root / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(root=str(root), db=str(root / "gradebook.db")))
     made = []
     for lab in labs:
-        nb = json.loads(lab.read_text(encoding="utf-8"))
+        nb = read(lab)
         if not exercises(nb):
             continue
-        write_json(root / "source" / assignment_name(lab) / lab.name, source_version(nb, reference))
+        write(source_version(nb, reference), root / "source" / assignment_name(lab) / lab.name)
         made.append(assignment_name(lab))
     return made
 
@@ -173,9 +167,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.cmd == "tag":
         for lab in args.labs:
-            nb = json.loads(lab.read_text(encoding="utf-8"))
+            nb = read(lab)
             if tag(nb):
-                write_json(lab, nb)
+                write(nb, lab)
                 print(f"tagged {lab}")
         return 0
     sol = _load_solutions(args.solutions)

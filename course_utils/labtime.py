@@ -2,7 +2,7 @@
 
     python -m course_utils.labtime labs/01_offline_multi_lora.ipynb ...   (make bench-labs)
 
-Each lab is executed with nbconvert in a fresh kernel: live with the live
+Each lab is executed by :mod:`course_utils.labrun` in a fresh kernel: live with the live
 environment (.venv), replay with the read-mode one (.venv-read, no vLLM).
 """
 
@@ -23,9 +23,8 @@ def run_once(notebook: Path, mode: str, venv: Path) -> float:
     env.pop("COURSE_RECORD", None)
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
-        subprocess.run([str(venv / "bin" / "jupyter"), "nbconvert", "--to", "notebook", "--execute",
-                        str(notebook), "--output-dir", out, "--ExecutePreprocessor.timeout=900"],
-                       check=True, env=env, capture_output=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "course_utils.labrun", "run", "--output-dir", out,
+                        str(notebook)], check=True, env=env, capture_output=True)
         return time.perf_counter() - t0
 
 

@@ -1,25 +1,33 @@
-"""Reading a notebook file: a cell's source text and a notebook's code cells (one place for the
-staleness hash, the nbgrader build and the vLLM API check)."""
+"""Notebook files through nbformat: read as version 4 (a cell's ``source``, an output's text: one string each),
+written as Jupyter writes them, and the two views several places share (a notebook's code cells, the text an
+output shows)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+import nbformat
 
-def cell_source(cell: dict) -> str:
-    """A cell's source as one string (nbformat stores it as a list of lines or as a string)."""
-    src = cell["source"]
-    return "".join(src) if isinstance(src, list) else src
+SHOWN_KINDS = ("text/plain", "text/html", "text/markdown")
 
 
-def set_cell_source(cell: dict, text: str) -> None:
-    """Store ``text`` as the cell's source, as a list of lines the way Jupyter writes it."""
-    lines = text.split("\n")
-    cell["source"] = [line + "\n" for line in lines[:-1]] + [lines[-1]]
+def read(path: Path) -> nbformat.NotebookNode:
+    """A notebook file as nbformat version 4."""
+    return nbformat.read(path, as_version=4)
+
+
+def write(nb: nbformat.NotebookNode, path: Path) -> None:
+    """Write ``nb`` to ``path`` (its folder made if missing), byte for byte as Jupyter and nbconvert do."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
 
 
 def code_cells(notebook: Path) -> list[str]:
     """The source of each code cell of a notebook file, in order."""
-    nb = json.loads(Path(notebook).read_text(encoding="utf-8"))
-    return [cell_source(c) for c in nb["cells"] if c["cell_type"] == "code"]
+    return [c.source for c in read(notebook).cells if c.cell_type == "code"]
+
+
+def output_text(output, kinds=SHOWN_KINDS) -> str:
+    """The text an output shows: a stream's text, and the ``kinds`` of a result's or display's data."""
+    parts = [output.get("text", "")] + [output.get("data", {}).get(kind, "") for kind in kinds]
+    return "\n".join(p for p in parts if p)

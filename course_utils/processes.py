@@ -1,4 +1,14 @@
-"""The processes a program started, found and stopped without missing one (psutil: Linux and macOS).
+"""Start, wait for and stop the programs the course runs (psutil: Linux and macOS). One place for all three.
+
+- :func:`start` runs a program as the leader of its own process group, tagged (below), optionally told by
+  Linux to end with its parent (``die_with_parent``), and stopped at this interpreter's exit or on SIGTERM
+  (SIGINT too outside a Jupyter kernel, where an interrupt must stay a cell interrupt) unless told not to.
+- :func:`wait_until` polls a condition on ``time.monotonic`` until it holds, a deadline passes, or the
+  process it waits for ends.
+- :func:`stop` ends a program wherever its processes went (below): SIGTERM, a grace period, then SIGKILL
+  for whatever is left, until nothing is.
+- ``python -m course_utils.processes leftovers`` lists (and with ``--stop`` ends) every running course
+  process of this user, found by tag: the check ``make test`` runs after the labs.
 
 A process started by the course can leave helpers behind that are no longer its
 descendants: when a vLLM server is killed during start, its engine process and
@@ -6,26 +16,29 @@ descendants: when a vLLM server is killed during start, its engine process and
 init. So a started program is found three ways at once:
 
 - ``pid``: the process itself and its descendants;
-- ``pgid``: the members of its process group (``start_new_session=True`` makes
-  the program lead one);
+- ``pgid``: the members of its process group;
 - ``tag`` (or any ``env`` marker): this user's processes whose environment
   carries it. :func:`with_tag` puts ``COURSE_PROC_TAG=<uuid>`` in the child's
   environment at start; every process it starts inherits the marker, wherever
   it is reparented to.
 
-:func:`find` lists them, :func:`stop` ends them (SIGTERM, a grace period, then
-SIGKILL for whatever is left, until nothing is), :func:`sockets` lists their
-sockets. This process and its ancestors are never included.
+:func:`find` lists them, :func:`sockets` lists their sockets. This process and its ancestors are never
+included.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
+import subprocess
+import sys
+import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, TypeVar
 
 import psutil
 
@@ -159,12 +172,8 @@ def _signal(procs: Iterable[psutil.Process], sig: int, pgid: int | None) -> None
 
 def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
     """Wait up to ``timeout`` s for ``procs`` to end (a zombie counts as ended); the ones still running."""
-    deadline = time.monotonic() + timeout
-    left = [p for p in procs if _running(p)]
-    while left and time.monotonic() < deadline:
-        time.sleep(0.05)
-        left = [p for p in left if _running(p)]
-    return left
+    wait_until(lambda: not any(_running(p) for p in procs), timeout, interval=0.05)
+    return [p for p in procs if _running(p)]
 
 
 def stop(pid: int | None = None, *, pgid: int | None = None, tag: str | None = None,
@@ -214,3 +223,210 @@ def sockets(procs: Iterable[psutil.Process]) -> list[Socket]:
         out += [Socket(p.pid, tuple(c.laddr) if c.laddr else None, tuple(c.raddr) if c.raddr else None, c.status)
                 for c in conns]
     return out
+
+
+# -- waiting ------------------------------------------------------------------------------------------
+T = TypeVar("T")
+
+
+class ProcessExited(RuntimeError):
+    """The process :func:`wait_until` waited on ended first; ``returncode`` is its exit status."""
+
+    def __init__(self, what: str, returncode: int | None):
+        super().__init__(f"{what}: the process exited (code {returncode})")
+        self.returncode = returncode
+
+
+def wait_until(condition: Callable[[], T], timeout: float, *, interval: float = 0.1,
+               proc: subprocess.Popen | None = None, what: str | None = None) -> T:
+    """Call ``condition()`` every ``interval`` s until it returns something truthy, and return that.
+
+    The deadline is on ``time.monotonic`` (a clock change cannot stretch or cut it). At the deadline the
+    last (falsy) value is returned, or, when ``what`` names the awaited thing, ``TimeoutError`` is raised.
+    With ``proc``, a process that ends first raises :class:`ProcessExited`.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise ProcessExited(what or "wait_until", proc.returncode)
+        if time.monotonic() >= deadline:
+            if what is not None:
+                raise TimeoutError(f"{what}: not after {timeout:.0f} s")
+            return value
+        time.sleep(interval)
+
+
+# -- starting, and stopping at exit -------------------------------------------------------------------
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child, between fork and exec
+    """Linux sends the child SIGTERM when the thread that started it ends (PR_SET_PDEATHSIG = 1)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+@dataclass
+class Started:
+    """A program :func:`start` ran: its ``proc`` (``subprocess.Popen``), ``tag``, and the ``grace`` its stop gives."""
+
+    proc: subprocess.Popen
+    tag: str
+    grace: float = 10.0
+    ended: list = field(default_factory=list)
+
+    pid = property(lambda self: self.proc.pid)
+    pgid = property(lambda self: self.proc.pid, doc="The program leads its own process group.")
+
+    @property
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def processes(self) -> list[psutil.Process]:
+        """Its running processes, wherever they were reparented."""
+        return find(self.pid if self.running else None, pgid=self.pgid, tag=self.tag)
+
+    def stop(self, grace: float | None = None) -> list[Ended]:
+        """Stop every process of the program (:func:`stop`) and collect its exit status."""
+        forget(self.stop)
+        # an unreaped pid is still this program's; once reaped, its group and tag still find the rest
+        self.ended += stop(self.pid if self.running else None, pgid=self.pgid, tag=self.tag,
+                           grace=self.grace if grace is None else grace)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILLed above
+            pass
+        return self.ended
+
+
+def start(argv: list[str], *, env: Mapping[str, str] | None = None, tag: str | None = None,
+          cwd: str | os.PathLike | None = None, stdin: Any = subprocess.DEVNULL, stdout: Any = subprocess.DEVNULL,
+          stderr: Any = subprocess.STDOUT, text: bool = False, die_with_parent: bool = False,
+          grace: float = 10.0, stop_at_exit: bool = True) -> Started:
+    """Run ``argv`` as the leader of a new session and process group, with ``tag`` (a new one by default) in its
+    environment (``env``, else this process's). ``die_with_parent``: Linux stops it when this process dies,
+    even by SIGKILL. ``stop_at_exit``: :func:`stop_at_exit` registers its stop (whoever manages it may register
+    its own instead, to clean up more than the processes)."""
+    tag = tag or new_tag()
+    proc = subprocess.Popen(argv, env=with_tag(os.environ if env is None else env, tag), cwd=cwd, stdin=stdin,
+                            stdout=stdout, stderr=stderr, text=text, start_new_session=True,
+                            preexec_fn=_die_with_parent if die_with_parent and sys.platform == "linux" else None)
+    started = Started(proc, tag, grace)
+    if stop_at_exit:
+        globals()["stop_at_exit"](started.stop)
+    return started
+
+
+_at_exit: list = []            # the stops stop_all() calls, last registered first
+_hooks_installed = False
+_previous_handlers: dict[int, Any] = {}
+
+
+def stop_at_exit(stop: Callable[[], object]) -> None:
+    """Call ``stop()`` at this interpreter's exit and on SIGTERM (SIGINT outside a Jupyter kernel)."""
+    _install_hooks()
+    if stop not in _at_exit:
+        _at_exit.append(stop)
+
+
+def forget(stop: Callable[[], object]) -> None:
+    """``stop`` has run: not needed at exit."""
+    if stop in _at_exit:
+        _at_exit.remove(stop)
+
+
+def stop_all() -> None:
+    for stop_ in reversed(list(_at_exit)):
+        try:
+            stop_()
+        except Exception:  # noqa: BLE001 - best effort at exit: the next one must still stop
+            pass
+        forget(stop_)
+
+
+def _in_jupyter_kernel() -> bool:
+    if "IPython" not in sys.modules:
+        return False
+    try:
+        from IPython import get_ipython
+
+        return getattr(get_ipython(), "kernel", None) is not None
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _on_signal(signum, frame):
+    stop_all()
+    prev = _previous_handlers.get(signum)
+    if callable(prev):
+        prev(signum, frame)
+    elif prev == signal.SIG_DFL or prev is None:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _install_hooks() -> None:
+    """atexit, and SIGTERM (and SIGINT outside a Jupyter kernel) chained to the handlers there were before."""
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+    atexit.register(stop_all)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in [signal.SIGTERM] + ([] if _in_jupyter_kernel() else [signal.SIGINT]):
+        try:
+            prev = signal.getsignal(sig)
+            if prev is signal.SIG_IGN:
+                continue
+            _previous_handlers[sig] = prev
+            signal.signal(sig, _on_signal)
+        except (ValueError, OSError):  # pragma: no cover
+            pass
+
+
+# -- the leftover check --------------------------------------------------------------------------------
+def leftovers() -> list[psutil.Process]:
+    """This user's running processes (zombies are not) that carry any course tag, wherever they are."""
+    uid, never = os.getuid(), _never()
+    found = []
+    for p in psutil.process_iter(["uids"]):
+        uids = p.info.get("uids")
+        if p.pid in never or (uids is not None and uids.real != uid):
+            continue
+        try:
+            tagged = bool(p.environ().get(TAG, "").split())
+        except psutil.Error:
+            continue
+        if tagged and _running(p):
+            found.append(p)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m course_utils.processes")
+    sub = ap.add_subparsers(dest="command", required=True)
+    left = sub.add_parser("leftovers", help="list the course's processes still running (found by tag); exit 1 if any")
+    left.add_argument("--stop", action="store_true", help="and stop them")
+    left.add_argument("--what", default="the run", help="what ran before, for the message")
+    args = ap.parse_args(argv)
+    procs = leftovers()
+    if not procs:
+        return 0
+    print(f"processes left after {args.what} (course-tagged: vLLM servers, Ray, the store):")
+    for p in procs:
+        print(f"  {p.pid} {' '.join(_cmdline_of(p))[:200]}")
+    if args.stop:
+        for p in procs:
+            stop(p.pid)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

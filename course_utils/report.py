@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
+
+from .notebooks import read
 
 
 def main(argv=None):
@@ -12,11 +13,11 @@ def main(argv=None):
     out_dir, labs = Path(argv[0]), [Path(a) for a in argv[1:]]
     print(f"\nExecuted labs are in {out_dir.resolve()}/ (open them in `make jupyter` or any notebook viewer):")
     for lab in labs:
-        nb = json.loads((out_dir / lab.name).read_text())
-        first = "".join("".join(o.get("text", "")) for c in nb["cells"][:3] if c["cell_type"] == "code"
-                        for o in c.get("outputs", []) if o.get("output_type") == "stream")
+        nb = read(out_dir / lab.name)
+        first = "".join(o.text for c in nb.cells[:3] if c.cell_type == "code"
+                        for o in c.outputs if o.output_type == "stream")
         mode = next((ln.split(":", 1)[1].strip() for ln in first.splitlines() if ln.startswith("mode:")), "?")
-        cells = sum(c["cell_type"] == "code" for c in nb["cells"])
+        cells = sum(c.cell_type == "code" for c in nb.cells)
         print(f"  {out_dir / lab.name}  ({cells} code cells, mode: {mode})")
 
 

@@ -16,9 +16,8 @@ import html
 import json
 from dataclasses import dataclass
 
-from .engine import flops
-
 from . import memory
+from .engine import flops
 from .paths import REPO
 from .replay.session import RecordingError, http_cassettes, recording_path
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
-import time
+import subprocess
+import sys
+import tempfile
 import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
+import psutil
 import pytest
 
 from course_utils import processes
+from course_utils.paths import REPO
 
 # =====================================================================================
 # Leak check: no process started by the test session may outlive it.
@@ -37,7 +43,7 @@ def _describe(p) -> str:
     try:
         line = " ".join(p.cmdline())[:200]
         test = p.environ().get("PYTEST_CURRENT_TEST", "?")
-    except Exception:  # it ended meanwhile
+    except psutil.Error:  # it ended meanwhile
         line, test = "?", "?"
     return f"  pid {p.pid}: {line}\n      started during: {test}"
 
@@ -49,9 +55,8 @@ def leftover_report(settle: float = 3.0) -> str:
     def left():
         return processes.find(os.getpid(), env={SESSION_ENV: SESSION_ID}, exclude=helpers)
 
-    deadline = time.monotonic() + settle  # a process that is already on its way out is not a leak
-    while (procs := left()) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    processes.wait_until(lambda: not left(), settle)  # a process already on its way out is not a leak
+    procs = left()
     if not procs:
         return ""
     lines = "\n".join(_describe(p) for p in procs)
@@ -82,7 +87,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 # ---------------------------------------------------------------------------
-# Shared fixtures: a scratch recordings folder, a child process running a real engine
+# Shared fixtures: a scratch recordings folder
 # ---------------------------------------------------------------------------
 @pytest.fixture(autouse=True)
 def no_cassette_left_open():
@@ -103,30 +108,61 @@ def recordings(tmp_path, monkeypatch):
     session.set_current(None)
 
 
-# vLLM's quiet, offline CPU settings for a child process that runs a real engine (the in-process one
-# unless the test says otherwise).
-LIVE_CHILD_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "ERROR",
-                  "TQDM_DISABLE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                  "VLLM_NO_USAGE_STATS": "1", "VLLM_HOST_IP": "127.0.0.1"}
+# ---------------------------------------------------------------------------
+# @pytest.mark.fresh_process(**env): the test runs in a pytest process of its own
+#
+# For tests that start real vLLM engines or patch vLLM: nothing they load stays in this
+# process. Here the test is replaced by a stand-in that runs ``pytest <its node id>`` in a
+# new interpreter (COURSE_FRESH_PROCESS set there, so the test body runs as usual) and
+# passes, skips or fails as the test did there, with the child's output. The child's
+# environment gets vLLM's quiet, offline CPU settings, then the marker's keywords.
+# ---------------------------------------------------------------------------
+FRESH_PROCESS = "COURSE_FRESH_PROCESS"
+FRESH_PROCESS_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1",
+                     "VLLM_LOGGING_LEVEL": "ERROR", "TQDM_DISABLE": "1", "HF_HUB_OFFLINE": "1",
+                     "TOKENIZERS_PARALLELISM": "false", "VLLM_NO_USAGE_STATS": "1", "VLLM_HOST_IP": "127.0.0.1"}
+FRESH_PROCESS_TIMEOUT = 600
 
 
-@pytest.fixture
-def live_child():
-    """``live_child(code, *args, **env) -> dict``: run ``code`` in a fresh Python (real vLLM engines stay out
-    of the test process) and return what it printed as ``RESULT <json>``; fail with its output otherwise."""
-    import json
-    import subprocess
-    import sys
+class FreshProcess(pytest.Item):
+    """Stands in for a ``fresh_process`` test: same node id, markers and location, no fixtures here."""
 
-    from course_utils.paths import REPO as repo
+    @classmethod
+    def stand_in_for(cls, test: pytest.Item) -> FreshProcess:
+        item = cls.from_parent(test.parent, name=test.name)
+        item.own_markers, item.test = list(test.own_markers), test
+        item.keywords.update(test.keywords)
+        return item
 
-    def run(code: str, *args, timeout: int = 600, **env) -> dict:
-        r = subprocess.run([sys.executable, "-c", code, *map(str, args)], cwd=repo, capture_output=True, text=True,
-                           timeout=timeout, check=False,
-                           env={**os.environ, **LIVE_CHILD_ENV, "PYTHONPATH": str(repo), **env})
-        lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
-        if not lines:
-            pytest.fail(f"child failed (exit {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}")
-        return json.loads(lines[-1][len("RESULT "):])
+    def reportinfo(self):
+        return self.test.reportinfo()
 
-    return run
+    def runtest(self):
+        env = {**os.environ, **FRESH_PROCESS_ENV, "PYTHONPATH": str(REPO), FRESH_PROCESS: "1",
+               **self.get_closest_marker("fresh_process").kwargs}
+        with tempfile.TemporaryDirectory() as tmp:
+            junit = Path(tmp) / "junit.xml"
+            # no nbval in the child: it only runs this test, and importing nbformat alone takes seconds
+            argv = [sys.executable, "-m", "pytest", self.nodeid, "-q", "-p", "no:cacheprovider", "-p", "no:nbval",
+                    f"--junitxml={junit}"]
+            r = subprocess.run(argv, cwd=self.config.rootpath, env=env, capture_output=True, text=True,
+                               timeout=FRESH_PROCESS_TIMEOUT, check=False)
+            cases = list(ET.parse(junit).getroot().iter("testcase")) if junit.is_file() else []
+        output = f"fresh process (exit {r.returncode}):\n{r.stdout[-20000:]}\n{r.stderr[-4000:]}"
+        if len(cases) != 1 or cases[0].find("failure") is not None or cases[0].find("error") is not None:
+            pytest.fail(output, pytrace=False)
+        skipped = cases[0].find("skipped")
+        if skipped is not None:
+            pytest.skip(skipped.get("message", ""))
+        if r.returncode != 0:  # e.g. the child's leak check, after its last test
+            pytest.fail(output, pytrace=False)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "fresh_process(**env): runs in a pytest process of its own, with these "
+                                       "environment variables besides vLLM's quiet CPU settings (tests/conftest.py)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not os.environ.get(FRESH_PROCESS):
+        items[:] = [FreshProcess.stand_in_for(t) if t.get_closest_marker("fresh_process") else t for t in items]

@@ -51,11 +51,9 @@ ALLOWED: dict[str, str] = {
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
     'course_utils/engine/loadbench.py::adapters_for':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
-    'course_utils/engine/loadbench.py::main':
+    'course_utils/engine/loadbench.py::main.measure':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
     'course_utils/engine/loadbench.py::run':
-        'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
-    'course_utils/engine/loadbench.py::save':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
     'course_utils/engine/loadbench.py::time_add_lora':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
@@ -67,19 +65,13 @@ ALLOWED: dict[str, str] = {
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::_span':
         'CPU branch no measured process took (1 lines; first: \'return "n/a"\'): an edge or error path a unit test could take',
-    'course_utils/engine/opbench.py::command_line':
-        'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::load_run':
         'CPU branch no measured process took (1 lines; first: \'raise OpBenchError(f"no recorded {what} at {Path(path).name}; make it with `make {make_tar\'): an edge or error path a unit test could take',
-    'course_utils/engine/opbench.py::main':
-        'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::plot':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::provenance':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::save':
-        'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
-    'course_utils/engine/opbench.py::save_run':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::sweep':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
@@ -119,13 +111,11 @@ ALLOWED: dict[str, str] = {
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
     'course_utils/engine/widebench.py::build_wide':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
-    'course_utils/engine/widebench.py::main':
+    'course_utils/engine/widebench.py::main.measure':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
     'course_utils/engine/widebench.py::run':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
     'course_utils/engine/widebench.py::run.setting':
-        'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
-    'course_utils/engine/widebench.py::save':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
     'course_utils/gpu/checks.py::gpu_verdict':
         "CPU branch no measured process took (2 lines; first: 'except ValueError as e:'): an edge or error path a unit test could take",
@@ -233,6 +223,8 @@ ALLOWED: dict[str, str] = {
         "CPU branch no measured process took (1 lines; first: 'raise CheckoutError('): an edge or error path a unit test could take",
     'course_utils/processes.py::_cmdline_of':
         "CPU branch no measured process took (2 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take",
+    'course_utils/processes.py::_die_with_parent':
+        'runs in the child between fork and exec (preexec_fn), where no coverage tracer runs; tests/test_processes.py checks its effect',
     'course_utils/processes.py::_never':
         "CPU branch no measured process took (2 lines; first: 'except psutil.Error:'): an edge or error path a unit test could take",
     'course_utils/processes.py::_running':
@@ -315,10 +307,6 @@ ALLOWED: dict[str, str] = {
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/store.py::S3Store.stop':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/store.py::_die_with_parent':
-        'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/store.py::wait_port':
-        'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/traffic.py::send.one':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/selftest.py::lab03_figures':
@@ -351,15 +339,15 @@ ALLOWED: dict[str, str] = {
         "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",
     'course_utils/server/process.py::Server.log_tail':
         "CPU branch no measured process took (1 lines; first: 'return log_tail(self.log_path, n)'): an edge or error path a unit test could take",
-    'course_utils/server/process.py::_in_jupyter_kernel':
+    'course_utils/processes.py::_in_jupyter_kernel':
         "CPU branch no measured process took (2 lines; first: 'except Exception:'): an edge or error path a unit test could take",
-    'course_utils/server/process.py::_install_hooks':
+    'course_utils/processes.py::_install_hooks':
         "CPU branch no measured process took (2 lines; first: 'return'): an edge or error path a unit test could take",
-    'course_utils/server/process.py::_on_signal':
+    'course_utils/processes.py::_on_signal':
         'edge: a SIGTERM/SIGINT to a kernel holding a server, with no earlier handler; the server tests stop processes by tag instead',
     'course_utils/server/process.py::cleanup_stale':
         "CPU branch no measured process took (5 lines; first: 'except (OSError, ValueError, KeyError, TypeError):'): an edge or error path a unit test could take",
-    'course_utils/server/process.py::port_free':
+    'course_utils/loopback.py::port_free':
         "CPU branch no measured process took (1 lines; first: 'return True'): an edge or error path a unit test could take",
     'course_utils/server/process.py::runtime_dir':
         'CPU branch no measured process took (1 lines; first: \'d = Path(os.environ["XDG_RUNTIME_DIR"]) / "multi-lora-course"\'): an edge or error path a unit test could take',

@@ -78,12 +78,12 @@ SPELLINGS = {
         CURL.replace("-d '", "--data '"),
         f"curl --json {JSON_BODY} {KEY} http://127.0.0.1:$PORT/v1/load_lora_adapter",
         f"curl 127.0.0.1:$PORT/v1/load_lora_adapter {KEY} -H 'content-type: application/json' -d {JSON_BODY}",
-        f"curl -sXPOST localhost:${{PORT}}/v1/load_lora_adapter -H \"Authorization: bearer ${{VLLM_API_KEY}}\" "
-        f"-H 'Content-Type: application/json' -d {JSON_BODY}",
-        f"!curl -X POST http://127.0.0.1:$PORT/v1/load_lora_adapter {KEY} -H 'Content-Type: application/json' "
-        """-d '{ "lora_name" : "json",\n  "lora_path": "/root/multi-lora-course/data/tiny/adapters/json/" }'""",
-        f"curl http://127.0.0.1:$PORT/v1/load_lora_adapter {KEY} --json "
-        """'{"lora_name": "json", "lora_path": "data/adapters/qwen7b/json", "load_inplace": false}'""",
+        (f"curl -sXPOST localhost:${{PORT}}/v1/load_lora_adapter -H \"Authorization: bearer ${{VLLM_API_KEY}}\" "
+         f"-H 'Content-Type: application/json' -d {JSON_BODY}"),
+        (f"!curl -X POST http://127.0.0.1:$PORT/v1/load_lora_adapter {KEY} -H 'Content-Type: application/json' "
+         """-d '{ "lora_name" : "json",\n  "lora_path": "/root/multi-lora-course/data/tiny/adapters/json/" }'"""),
+        (f"curl http://127.0.0.1:$PORT/v1/load_lora_adapter {KEY} --json "
+         """'{"lora_name": "json", "lora_path": "data/adapters/qwen7b/json", "load_inplace": false}'"""),
         CURL + " | jq .",
         CURL + "; echo"],
     "04.status": [{"no API key": "401", "adapter unloaded": "404 Not Found", "same name loaded again": 400.0,
@@ -190,26 +190,26 @@ WRONG = {
                         ({"model": ["support"], "messages": ASK}, "\"model\" 是一个字符串")],
     "04.curl_load": [
         (f"curl http://127.0.0.1:$PORT/v1/load_lora_adapter {KEY}", "GET 会被拒绝"),
-        ("curl -X POST http://127.0.0.1:$PORT/v1/load_lora_adapter -H 'Content-Type: application/json' "
-         f"-d {JSON_BODY}", "服务端回 401"),
-        (f"curl -X POST http://127.0.0.1:$PORT/v1/load_lora_adapter {KEY} -H 'Content-Type: application/json' "
-         """-d '{"name": "json", "path": "data/tiny/adapters/json"}'""", "lora_name 和 lora_path"),
+        (("curl -X POST http://127.0.0.1:$PORT/v1/load_lora_adapter -H 'Content-Type: application/json' "
+          f"-d {JSON_BODY}"), "服务端回 401"),
+        ((f"curl -X POST http://127.0.0.1:$PORT/v1/load_lora_adapter {KEY} -H 'Content-Type: application/json' "
+          """-d '{"name": "json", "path": "data/tiny/adapters/json"}'"""), "lora_name 和 lora_path"),
         (f"curl -X POST http://127.0.0.1:$PORT/v1/models {KEY} -H 'Content-Type: application/json' -d {JSON_BODY}",
          "路径是 /v1/models"),
         (f"curl -X POST http://127.0.0.1:$PORT/v1/load_lora_adapter {KEY} -d {JSON_BODY}", "Content-Type"),
         (f"curl --json {JSON_BODY} {KEY} http://127.0.0.1:$PORT/v1/load_lora_adapter/", "末尾多了一个 /"),
-        (f"curl --json '{{\"lora_name\": \"json\", \"lora_path\": \"data/tiny/adapters/sql\"}}' {KEY} "
-         "http://127.0.0.1:$PORT/v1/load_lora_adapter", "是 sql adapter 的目录"),
-        (f"curl --json '{{\"lora_name\": \"json\", \"lora_path\": \"data/tiny/adapters/json\", \"rank\": 64}}' {KEY} "
-         "http://127.0.0.1:$PORT/v1/load_lora_adapter", "'rank' 不是加载端点认识的字段"),
+        ((f"curl --json '{{\"lora_name\": \"json\", \"lora_path\": \"data/tiny/adapters/sql\"}}' {KEY} "
+          "http://127.0.0.1:$PORT/v1/load_lora_adapter"), "是 sql adapter 的目录"),
+        ((f"curl --json '{{\"lora_name\": \"json\", \"lora_path\": \"data/tiny/adapters/json\", \"rank\": 64}}' {KEY} "
+          "http://127.0.0.1:$PORT/v1/load_lora_adapter"), "'rank' 不是加载端点认识的字段"),
         (f"curl --json {JSON_BODY} {KEY} http://127.0.0.1/v1/load_lora_adapter", "没有端口"),
         (f"curl --json {JSON_BODY} {KEY} http://0.0.0.0:$PORT/v1/load_lora_adapter", "只监听 127.0.0.1"),
         (f"curl --json {JSON_BODY} {KEY} https://127.0.0.1:$PORT/v1/load_lora_adapter", "TLS"),
         (f"curl --json '{{\"lora_name\": \"json\"' {KEY} http://127.0.0.1:$PORT/v1/load_lora_adapter", "读不成 JSON"),
-        (f"curl --json '{{\"lora_name\": \"json\", \"lora_path\": \"data/tiny/adapters/json/adapter_model.safetensors\"}}' "
-         f"{KEY} http://127.0.0.1:$PORT/v1/load_lora_adapter", "指向的是文件"),
-        (f"curl --json '{{\"lora_name\": \"sql\", \"lora_path\": \"data/tiny/adapters/json\"}}' {KEY} "
-         "http://127.0.0.1:$PORT/v1/load_lora_adapter", "lora_name 是 'sql'"),
+        ((f"curl --json '{{\"lora_name\": \"json\", \"lora_path\": \"data/tiny/adapters/json/adapter_model.safetensors\"}}' "
+          f"{KEY} http://127.0.0.1:$PORT/v1/load_lora_adapter"), "指向的是文件"),
+        ((f"curl --json '{{\"lora_name\": \"sql\", \"lora_path\": \"data/tiny/adapters/json\"}}' {KEY} "
+          "http://127.0.0.1:$PORT/v1/load_lora_adapter"), "lora_name 是 'sql'"),
         (f"curl --json {JSON_BODY[:-3]} {KEY} http://127.0.0.1:$PORT/v1/load_lora_adapter", "引号"),
         ("wget http://127.0.0.1:$PORT/v1/load_lora_adapter", "以 curl 开头"),
         (f"curl -X POST {KEY} -H 'Content-Type: application/json' http://127.0.0.1:$PORT/v1/load_lora_adapter",

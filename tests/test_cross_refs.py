@@ -8,16 +8,17 @@ check-vllm-api``'s source tree.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
+from course_utils import notebooks
+
 REPO = Path(__file__).resolve().parents[1]
 LABS = sorted((REPO / "labs").glob("[0-9][0-9]_*.ipynb"))
 
-HEADING = re.compile(r"^## (\d+) ·", re.M)
+HEADING = re.compile(r"^## (\d+) ·", re.MULTILINE)
 LAB_SECTION = re.compile(r"Lab (\d\d)(?: 的)? ?第 ?(\d+)(?:、(\d+))? ?节")
 OWN_SECTION = re.compile(r"(?<![讲义自测b\d] )(?<![讲义自测])(?<!Lab \d\d )(?<!Lab \d\d)(?<!\d、)第 ?(\d+)(?:、(\d+))? ?节")
 LAB = re.compile(r"\bLab (\d\d)\b")
@@ -29,10 +30,10 @@ SELF_TEST = "06"      # its answers are cell outputs (templates in its code cell
 
 
 def _markdown(path: Path) -> str:
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    parts = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    nb = notebooks.read(path)
+    parts = [c.source for c in nb.cells if c.cell_type == "markdown"]
     if path.name.startswith(SELF_TEST):
-        parts += ["".join(o.get("data", {}).get("text/plain", "")) for c in nb["cells"] for o in c.get("outputs", [])]
+        parts += [o.get("data", {}).get("text/plain", "") for c in nb.cells for o in c.get("outputs", [])]
     return "\n".join(parts)
 
 

@@ -3,13 +3,13 @@ and leaves a blank answer unjudged without raising; every lab's exercise cells c
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 from course_utils import exercises as ex
+from course_utils import notebooks
 from tests.exercise_solutions import BLANKS, MALFORMED, REFERENCE, SPELLINGS, WRONG
 
 LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("[0-9]*.ipynb"))
@@ -99,9 +99,9 @@ def test_the_load_and_chat_fields_are_vllm_0_26_0s():
 def test_every_lab_01_to_05_has_at_least_three_exercises():
     for lab in LABS:
         if lab.name[:2] in ("01", "02", "03", "04", "05"):
-            cells = json.loads(lab.read_text(encoding="utf-8"))["cells"]
-            checked = {n for c in cells if "exercise-check" in c.get("metadata", {}).get("tags", [])
-                       for n in re.findall(r"exercises\.check\(\"([^\"]+)\"", "".join(c["source"]))}
+            cells = notebooks.read(lab).cells
+            checked = {n for c in cells if "exercise-check" in c.metadata.get("tags", [])
+                       for n in re.findall(r"exercises\.check\(\"([^\"]+)\"", c.source)}
             assert len(checked) >= 3, f"{lab.name}: {sorted(checked)}"
 
 
@@ -128,10 +128,8 @@ def test_lab04_status_codes_are_the_recorded_ones():
 
 def test_lab_exercise_cells_are_blank_and_checked():
     for lab in LABS:
-        cells = json.loads(lab.read_text(encoding="utf-8"))["cells"]
-        for i, c in enumerate(cells):
-            tags = c.get("metadata", {}).get("tags", [])
-            src = "".join(c["source"])
+        for i, c in enumerate(notebooks.read(lab).cells):
+            tags, src = c.metadata.get("tags", []), c.source
             if "exercise" in tags:
                 assert re.search(r"[=:]\s*\.\.\.", src), f"{lab.name} cell {i}: a committed exercise must be blank"
             if "exercise-check" in tags:
@@ -145,11 +143,11 @@ def test_exercise_cells_carry_nbgrader_metadata():
     from course_utils import grading
 
     for lab in LABS:
-        nb = json.loads(lab.read_text(encoding="utf-8"))
+        nb = notebooks.read(lab)
         assert not grading.tag(nb), f"{lab.name}: run `python -m course_utils.grading tag {lab}`"
         for e in grading.exercises(nb):
-            assert nb["cells"][e["exercise"]]["metadata"]["nbgrader"]["solution"] is True
-            assert nb["cells"][e["check"]]["metadata"]["nbgrader"]["points"] == 1
+            assert nb.cells[e["exercise"]].metadata.nbgrader.solution is True
+            assert nb.cells[e["check"]].metadata.nbgrader.points == 1
 
 
 def test_the_source_version_holds_each_reference_and_hidden_test():
@@ -157,13 +155,13 @@ def test_the_source_version_holds_each_reference_and_hidden_test():
     from tests.exercise_solutions import REFERENCE_SOURCE
 
     for lab in LABS:
-        nb = json.loads(lab.read_text(encoding="utf-8"))
+        nb = notebooks.read(lab)
         src = grading.source_version(nb, REFERENCE_SOURCE)
         for e in grading.exercises(nb):
-            blank, check = ("".join(src["cells"][e[k]]["source"]) for k in ("exercise", "check"))
+            blank, check = (src.cells[e[k]].source for k in ("exercise", "check"))
             assert f"### BEGIN SOLUTION\n{e['var']} = {REFERENCE_SOURCE[e['name']]}\n### END SOLUTION" in blank
             assert "### BEGIN HIDDEN TESTS" in check and f"judge({e['name']!r}, {e['var']})" in check
-        assert all(c.get("outputs", []) == [] for c in src["cells"])
+        assert all(c.get("outputs", []) == [] for c in src.cells)
 
 
 def test_reference_source_evaluates_to_the_reference():
@@ -196,9 +194,7 @@ PREDICTIONS = {"01.more_steps", "03.steps", "04.status", "07.most_loads"}   # ch
 
 
 def _cell_text(cell) -> str:
-    outs = "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
-                   for o in cell.get("outputs", []))
-    return "".join(cell["source"]) + "\n" + outs
+    return "\n".join([cell.source] + [notebooks.output_text(o, ("text/plain",)) for o in cell.get("outputs", [])])
 
 
 @pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
@@ -207,10 +203,10 @@ def test_no_question_comes_after_a_cell_that_shows_its_answer(lab):
     check will accept."""
     from course_utils import grading
 
-    nb = json.loads(lab.read_text(encoding="utf-8"))
+    nb = notebooks.read(lab)
     for e in grading.exercises(nb):
         end = e["exercise"] if e["name"] in PREDICTIONS else e["check"]
-        before = "\n".join(_cell_text(c) for c in nb["cells"][:end])
+        before = "\n".join(_cell_text(c) for c in nb.cells[:end])
         for pattern in REVEALS.get(e["name"], []):
             m = re.search(pattern, before)
             assert not m, f"{lab.name}: {e['name']}'s answer shows before its question: {m.group(0)!r}"
@@ -222,11 +218,11 @@ def test_every_prediction_is_checked_after_the_cell_that_runs_it():
 
     seen = set()
     for lab in LABS:
-        nb = json.loads(lab.read_text(encoding="utf-8"))
+        nb = notebooks.read(lab)
         for e in grading.exercises(nb):
             if e["name"] in PREDICTIONS:
-                between = nb["cells"][e["exercise"] + 1:e["check"]]
-                assert any(c["cell_type"] == "code" for c in between), f"{e['name']}: checked before anything ran"
+                between = nb.cells[e["exercise"] + 1:e["check"]]
+                assert any(c.cell_type == "code" for c in between), f"{e['name']}: checked before anything ran"
                 seen.add(e["name"])
     assert seen == PREDICTIONS
 

@@ -3,9 +3,10 @@ prose or in the self-test's generated text, and every glossary term is used by s
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
+
+from course_utils import notebooks
 
 REPO = Path(__file__).resolve().parents[1]
 GLOSSARY = REPO / "labs" / "glossary.md"
@@ -26,13 +27,11 @@ def glossary() -> list[dict]:
 def lab_text(lab: Path) -> str:
     """The prose a student reads: markdown cells, and text outputs (the self-test writes its answers there)."""
     out = []
-    for c in json.loads(lab.read_text(encoding="utf-8"))["cells"]:
-        if c["cell_type"] == "markdown":
-            out.append("".join(c["source"]))
+    for c in notebooks.read(lab).cells:
+        if c.cell_type == "markdown":
+            out.append(c.source)
         else:
-            for o in c.get("outputs", []):
-                out.append("".join(o.get("text", "")))
-                out.append("".join(o.get("data", {}).get("text/html", "")))
+            out += [notebooks.output_text(o, ("text/html",)) for o in c.get("outputs", [])]
     return "\n".join(out)
 
 

@@ -50,8 +50,11 @@ def test_ensure_room_raises_with_the_message(monkeypatch):
 
 
 def test_without_nvidia_smi_it_is_a_no_op(monkeypatch):
-    monkeypatch.setattr(free.shutil, "which", lambda name: None)
-    free.ensure_room(0.99)
+    asked = []
+    monkeypatch.setattr(free.shutil, "which", lambda name: asked.append(name))
+    monkeypatch.setattr(free.subprocess, "run", lambda argv, **kw: pytest.fail(f"ran {argv}"))
+    assert free.ensure_room(0.99) is None
+    assert asked == ["nvidia-smi"]
 
 
 def test_a_gpu_server_checks_for_room_before_it_spawns(monkeypatch):

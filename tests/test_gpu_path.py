@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from course_utils import processes
 from course_utils.gpu import free
+from course_utils.loopback import free_port
 from course_utils.paths import REPO
 from course_utils.profiles import get_profile
 
@@ -119,28 +118,26 @@ def test_make_jupyter_keeps_allow_root_with_the_documented_options():
 def test_make_jupyter_as_root_with_custom_options_starts():
     import requests
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    tag = processes.new_tag()
+    port = free_port()
     opts = f"--port {port} --ip 127.0.0.1 --no-browser --IdentityProvider.token=course-test"
-    proc = subprocess.Popen(["make", "--no-print-directory", "jupyter", f"JUPYTER_OPTS={opts}"], cwd=REPO,
-                            env=processes.with_tag(os.environ, tag), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    started = processes.start(["make", "--no-print-directory", "jupyter", f"JUPYTER_OPTS={opts}"], cwd=REPO,
+                              stderr=subprocess.PIPE)
+
+    def answers() -> bool:
+        try:
+            return requests.get(f"http://127.0.0.1:{port}/api", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                if requests.get(f"http://127.0.0.1:{port}/api", timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                time.sleep(0.5)
-        assert proc.poll() is None, f"make jupyter exited: {proc.stderr.read().decode()[-800:]}"
-        assert requests.get(f"http://127.0.0.1:{port}/api", timeout=5).status_code == 200
+        try:
+            processes.wait_until(answers, 90, interval=0.5, proc=started.proc, what="JupyterLab's /api")
+        except processes.ProcessExited:
+            pytest.fail(f"make jupyter exited: {started.proc.stderr.read().decode()[-800:]}")
+        assert answers()
     finally:
-        processes.stop(proc.pid, pgid=proc.pid, tag=tag)
-        proc.wait(timeout=10)
-    assert processes.find(tag=tag) == []
+        started.stop()
+    assert processes.find(tag=started.tag) == []
 
 
 def test_the_stand_in_nvidia_smi_is_not_on_the_machines_path():

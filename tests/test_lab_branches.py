@@ -9,14 +9,13 @@ checks, in the labs ``make test-rehearsal`` records (a GPU-shaped profile), that
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 
 import pytest
 
-from course_utils.notebooks import code_cells
+from course_utils import notebooks
 
 REPO = Path(__file__).resolve().parent.parent
 LABS = sorted((REPO / "labs").glob("[0-9]*.ipynb"))
@@ -53,7 +52,7 @@ BRANCHES = {
 def _branches() -> set[tuple[str, str]]:
     found = set()
     for nb in LABS:
-        for src in code_cells(nb):
+        for src in notebooks.code_cells(nb):
             for line in src.splitlines():
                 if BRANCH.search(line):
                     found.add((nb.name[:2], line.split("#")[0].strip()))
@@ -70,12 +69,8 @@ def test_every_profile_dependent_branch_in_a_lab_is_listed_with_its_suites():
 
 
 def _outputs(nb: Path) -> str:
-    text = []
-    for c in json.loads(nb.read_text())["cells"]:
-        for o in c.get("outputs", []):
-            t = o.get("text") or o.get("data", {}).get("text/plain", "")
-            text.append("".join(t) if isinstance(t, list) else t)
-    return "\n".join(text)
+    return "\n".join(notebooks.output_text(o, ("text/plain",))
+                     for c in notebooks.read(nb).cells for o in c.get("outputs", []))
 
 
 @pytest.mark.skipif(os.environ.get("COURSE_CHECK_REHEARSAL") != "1",

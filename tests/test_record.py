@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from course_utils.replay import keys, session as record
+from course_utils.replay import keys
+from course_utils.replay import session as record
 from course_utils.replay.keys import Key
 from course_utils.replay.session import RecordingError, ReplayMiss, Session
 
@@ -149,12 +150,12 @@ def test_an_install_away_from_the_checkout_says_how_to_point_to_it(tmp_path):
             "try:\n    Session('01_offline_multi_lora', 'tiny', 'replay')\n"
             "except Exception as e:\n    print(type(e).__name__, e)\n")
     env = {k: v for k, v in os.environ.items() if k != "COURSE_REPO"} | {"PYTHONPATH": str(site)}
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=60).stdout
+    out = subprocess.run([sys.executable, "-c", code], check=False, cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=60).stdout
     assert out.startswith("CheckoutError") and "COURSE_REPO=<path of the checkout>" in out
     env["COURSE_REPO"] = str(PACKAGE.parent)
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=60).stdout
+    out = subprocess.run([sys.executable, "-c", code], check=False, cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=60).stdout
     assert out == ""  # found the checkout's recordings
 
 

@@ -3,21 +3,16 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 
 from course_utils import lab
-from course_utils.replay import keys, session as record, vllm_calls
+from course_utils.replay import keys, vllm_calls
+from course_utils.replay import session as record
 from course_utils.replay.keys import Key
 from course_utils.replay.record import recorded
 from course_utils.replay.session import Session
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @recorded(lambda n: Key("plus_one", {"n": n}))
@@ -35,26 +30,27 @@ def _recording(lab_name: str, version: str, max_loras: int) -> None:
     record.set_current(None)
 
 
-def test_vllm_imported_before_start_and_two_labs_in_one_kernel(recordings):
+@pytest.mark.fresh_process
+def test_vllm_imported_before_start_and_two_labs_in_one_kernel(recordings, monkeypatch):
     """Read mode's vllm reads its facts when used: importing it first works, and the second lab shows its own."""
+    from course_utils.mode import REPLAY_SITE
+
     _recording("lab_a", "0.1.0", 3)
     _recording("lab_b", "0.2.0", 5)
-    program = textwrap.dedent("""
-        import sys
-        from course_utils.mode import REPLAY_SITE
-        sys.path.insert(0, str(REPLAY_SITE))
-        import vllm                                     # before any lab is open
-        from vllm.config.lora import LoRAConfig
-        import course_utils as cu
-        for lab in ("lab_a", "lab_b"):
-            cu.start(lab, quiet=True)
-            print(lab, vllm.__version__, LoRAConfig().max_loras)
-        """)
-    env = {**os.environ, "COURSE_MODE": "replay", "COURSE_PROFILE": "tiny", "COURSE_RECORDINGS_DIR": str(recordings)}
-    out = subprocess.run([sys.executable, "-c", program], cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split("\n")[:2] == ["lab_a 0.1.0 3", "lab_b 0.2.0 5"]
+    for name, value in {"COURSE_MODE": "replay", "COURSE_PROFILE": "tiny", "COURSE_RECORDINGS_DIR": recordings}.items():
+        monkeypatch.setenv(name, str(value))
+    assert "vllm" not in sys.modules
+    monkeypatch.syspath_prepend(REPLAY_SITE)
+    import vllm  # before any lab is open
+    from vllm.config.lora import LoRAConfig
+
+    import course_utils as cu
+
+    seen = []
+    for name in ("lab_a", "lab_b"):
+        cu.start(name, quiet=True)
+        seen.append((vllm.__version__, LoRAConfig().max_loras))
+    assert seen == [("0.1.0", 3), ("0.2.0", 5)]
 
 
 def test_a_stand_in_outside_a_lab_says_to_start_one(recordings):
@@ -109,7 +105,7 @@ def test_the_real_vllm_is_wrapped_while_recording_and_restored_after():
     before |= {name: getattr(LLMEngine, name) for name in ("add_lora", "list_loras", "remove_lora")}
     undo = vllm_calls.instrument()
     try:
-        assert vllm.LLM.generate is not before["generate"] and getattr(vllm.LLM.generate, "__course_recorded__")
+        assert vllm.LLM.generate is not before["generate"] and vllm.LLM.generate.__course_recorded__
     finally:
         undo()
     after = {name: getattr(vllm.LLM, name) for name in ("__init__", "generate")}

@@ -2,6 +2,7 @@
 the S3 store on loopback, and the refusals. The whole cluster runs live in Lab 07 (make test-live)."""
 
 import json
+import math
 import socket
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from course_utils import lab
+from course_utils import lab, prometheus
 from course_utils.paths import TINY
 from course_utils.profiles import get_profile
 from course_utils.scale import cluster, metrics, sockets, traffic
@@ -50,6 +51,25 @@ def test_metrics_are_read_per_replica_of_the_app(monkeypatch):
     assert per == {"abc": {"loads": 7, "unloads": 5, "held": 2, "requests": 10}, "xyz": {"loads": 3}}
     before = {"abc": {"loads": 4, "unloads": 5, "held": 1, "requests": 6}}
     assert metrics.difference(per, before)["abc"] == {"loads": 3, "unloads": 0, "held": 2, "requests": 4}
+
+
+def test_metrics_pages_are_read_by_prometheus_clients_parser(monkeypatch):
+    """NaN and +Inf values, escaped quotes and commas in labels, TYPE lines: the format's corners."""
+    text = ('# TYPE ray_serve_num_multiplexed_models gauge\n'
+            'ray_serve_num_multiplexed_models{application="scale",deployment="LLMServer:t",replica="a#r1"} NaN\n'
+            'ray_serve_num_multiplexed_models{application="scale",deployment="LLMServer:t",replica="a#r2"} +Inf\n'
+            'ray_serve_deployment_request_counter_total{application="scale",deployment="LLMServer:t",'
+            'replica="a#r1",route="/a\\"b,c"} 2.0\n')
+
+    class Resp:
+        def read(self):
+            return text.encode()
+
+    monkeypatch.setattr(metrics.urllib.request, "urlopen", lambda url, timeout: Resp())
+    per = metrics.scrape(1234, "scale")
+    assert per["r1"]["requests"] == 2 and math.isnan(per["r1"]["held"]) and per["r2"] == {"held": math.inf}
+    (sample,) = prometheus.samples(text, ["ray_serve_deployment_request_counter_total"])
+    assert sample.labels["route"] == '/a"b,c' and sample.value == 2.0
 
 
 def test_the_socket_watch_sees_a_socket_off_loopback():

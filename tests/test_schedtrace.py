@@ -8,16 +8,15 @@ Fast tests drive a small fake engine that schedules like vLLM's V1 scheduler
 import enum
 import importlib.util
 import json
-import textwrap
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import pytest
 
-from course_utils.replay import session as record
 from course_utils.engine import schedtrace
-from course_utils.profiles import TINY
 from course_utils.engine.schedtrace import Trace
+from course_utils.profiles import TINY
+from course_utils.replay import session as record
 
 
 # ---------------------------------------------------------------------------- a fake engine
@@ -186,40 +185,34 @@ def test_gantt_draws_one_panel_per_trace():
 
 
 # ---------------------------------------------------------------------------- live
-CHILD = textwrap.dedent("""
-    import json
-    from vllm import LLM, SamplingParams
-    from vllm.lora.request import LoRARequest
-    from course_utils.replay import session as record
-    from course_utils.engine import schedtrace
-    from course_utils.profiles import get_profile
-    from course_utils.chat import chat_prompt
-    record.set_current(record.Session("test", "tiny", "live"))
-    prof = get_profile("tiny")
-    names = ["sql", "support", "medical"]
-    loras = [LoRARequest(n, i + 1, prof.adapter(n)) for i, n in enumerate(names)]
-    reqs = loras * 2 + [None, None]
-    prompts = [chat_prompt(prof, f"Write a SQL query: List the airports of the city Lima {i}.") for i in range(8)]
-    sp = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
-    res = {}
-    for ml in (1, 3):
-        llm = LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=ml, max_cpu_loras=3,
-                  **prof.engine_kwargs())
-        res[ml] = schedtrace.run(llm, prompts, sp, reqs, label=str(ml)).to_json()
-        if ml == 3:
-            res["generate"] = [list(o.outputs[0].token_ids) for o in
-                               llm.generate(prompts, sp, lora_request=reqs, use_tqdm=False)]
-        del llm
-    print("RESULT " + json.dumps(res))
-""")
-
-
 @pytest.mark.live
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
 @pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
-def test_live_trace_on_the_tiny_model(live_child):
-    res = live_child(CHILD)
-    one, three = Trace.from_json(res["1"]), Trace.from_json(res["3"])
+@pytest.mark.fresh_process
+def test_live_trace_on_the_tiny_model(recordings):
+    from vllm import LLM, SamplingParams
+    from vllm.lora.request import LoRARequest
+
+    from course_utils.chat import chat_prompt
+    from course_utils.profiles import get_profile
+
+    record.set_current(record.Session("test", "tiny", "live"))
+    prof = get_profile("tiny")
+    loras = [LoRARequest(n, i + 1, prof.adapter(n)) for i, n in enumerate(["sql", "support", "medical"])]
+    reqs = loras * 2 + [None, None]
+    prompts = [chat_prompt(prof, f"Write a SQL query: List the airports of the city Lima {i}.") for i in range(8)]
+    sp = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+
+    def engine(max_loras):
+        return LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=max_loras, max_cpu_loras=3,
+                   **prof.engine_kwargs())
+
+    one = schedtrace.run(engine(1), prompts, sp, reqs, label="1")  # that engine goes before the next starts
+    llm = engine(3)
+    three = schedtrace.run(llm, prompts, sp, reqs, label="3")
+    generated = [list(o.outputs[0].token_ids) for o in llm.generate(prompts, sp, lora_request=reqs, use_tqdm=False)]
+    del llm
+    assert Trace.from_json(json.loads(json.dumps(one.to_json()))).to_json() == one.to_json()  # as recorded
     assert all(len(s) <= 1 for s in one.lora_ids_per_step())
     assert three.steps_with_several_adapters() > 0 and three.max_adapters_in_a_step() == 3
     # 8 tokens each: three adapter groups one after another vs all at once
@@ -229,5 +222,5 @@ def test_live_trace_on_the_tiny_model(live_child):
     # 0.32.0 a base row that shares a step with LoRA rows gets the last slot's adapter applied, because
     # torch_ops index the stacked weights with -1; vllm-project/vllm PR #48421.)
     lora_rows = [i for i, a in enumerate(one.adapters) if a]
-    for ids in (one.token_ids(), three.token_ids(), res["generate"]):
+    for ids in (one.token_ids(), three.token_ids(), generated):
         assert [ids[i] for i in lora_rows] == [one.token_ids()[i] for i in lora_rows]

@@ -72,13 +72,14 @@ def test_figures_name_the_labs_whose_recordings_lack_a_quoted_figure(monkeypatch
 
 def test_the_self_test_questions_live_in_its_notebook():
     """Lab 06's cells hold the question templates; selftest.py holds no question text."""
-    import json
     import re
     from pathlib import Path
 
+    from course_utils.notebooks import code_cells
+
     src = Path(selftest.__file__).read_text(encoding="utf-8")
-    nb = json.loads((Path(__file__).resolve().parents[1] / "labs" / "06_self_test.ipynb").read_text(encoding="utf-8"))
-    asks = [c for c in nb["cells"] if c["cell_type"] == "code" and re.search(r"^ask\(\d+, ", "".join(c["source"]), re.M)]
+    asks = [c for c in code_cells(Path(__file__).resolve().parents[1] / "labs" / "06_self_test.ipynb")
+            if re.search(r"^ask\(\d+, ", c, re.MULTILINE)]
     assert len(asks) == 13 and "def questions" not in src and "会怎样" not in src
 
 

@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -45,33 +44,31 @@ def _isolated(tmp_path, monkeypatch):
 
 
 def _no_children_left(before: set[int]):
-    me = psutil.Process()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        left = [p for p in me.children(recursive=True) if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE]
-        if not left:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"processes left behind: {[(p.pid, p.cmdline()[:4]) for p in left]}")
+    def left():
+        return [p for p in psutil.Process().children(recursive=True)
+                if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE]
+
+    processes.wait_until(lambda: not left(), 5, interval=0.2)
+    assert not left(), f"processes left behind: {[(p.pid, p.cmdline()[:4]) for p in left()]}"
 
 
 def _group_gone(pgid: int | None):
     """No process at all (ours or orphaned) is left in the server's process group."""
     if pgid is None:
         return
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        left = []
+
+    def left():
+        out = []
         for p in psutil.process_iter(["pid", "status"]):
             try:
                 if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
-                    left.append(p.pid)
+                    out.append(p.pid)
             except (ProcessLookupError, psutil.Error):
                 pass
-        if not left:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"process group {pgid} still has {left}")
+        return out
+
+    processes.wait_until(lambda: not left(), 5, interval=0.2)
+    assert not left(), f"process group {pgid} still has {left()}"
 
 
 def _children() -> set[int]:
@@ -86,30 +83,12 @@ def _nothing_left(srv: Server, before: set[int]):
 
 
 # -- the stand-in server -----------------------------------------------------------
-FAKE = textwrap.dedent("""
-    import http.server, os, subprocess, sys, time
-    port = int(sys.argv[sys.argv.index("--port") + 1])
-    mode = os.environ.get("FAKE_MODE", "ok")
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    print("fake server starting, child", child.pid, flush=True)
-    if mode == "rank":
-        time.sleep(0.5)
-        print("ValueError: LoRA rank 32 is greater than max_lora_rank 16.", flush=True)
-        sys.exit(1)
-    if mode == "hang":
-        time.sleep(600)
-    class H(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200); self.end_headers(); self.wfile.write(b"ok")
-        def log_message(self, *a):
-            pass
-    http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
-""")
+PROGRAMS = Path(__file__).with_name("programs")
 
 
 class FakeLaunch(Launch):
     def argv(self, port):
-        return [sys.executable, "-c", FAKE, "--port", str(port), "--api-key", self.api_key]
+        return [sys.executable, str(PROGRAMS / "fake_vllm_server.py"), "--port", str(port), "--api-key", self.api_key]
 
 
 class FakeServer(Server):
@@ -148,7 +127,7 @@ def test_gpu_launch_does_not_depend_on_path(tmp_path, monkeypatch):
     env_bin.mkdir(parents=True)
     (env_bin / "python").symlink_to(sys.executable)
     script = env_bin / "vllm"
-    script.write_text(f"#!{sys.executable}\n" + FAKE)
+    script.write_text(f"#!{sys.executable}\n" + (PROGRAMS / "fake_vllm_server.py").read_text())
     script.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(env_bin / "python"))
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
@@ -254,16 +233,8 @@ def test_timeout_stops_a_hanging_server():
 def test_stale_server_of_a_dead_kernel_is_stopped_after_checking_its_command_line(tmp_path):
     before = _children()
     # a "kernel" that starts a server and dies without stopping it
-    code = textwrap.dedent(f"""
-        import sys, os
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from test_server import FakeServer, TINY
-        s = FakeServer(TINY, ready_timeout=20).start()
-        print(s.pid, flush=True)
-        os._exit(0)   # no atexit: the server is left behind
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env={**os.environ})
+    out = subprocess.run([sys.executable, str(PROGRAMS / "kernel_with_server.py"), "die"], capture_output=True,
+                         text=True, timeout=60)
     pid = int(out.stdout.split()[-1])
     try:
         assert processes.alive(pid)
@@ -300,28 +271,15 @@ def test_server_of_a_running_kernel_is_left_alone():
 
 def test_sigterm_stops_servers_and_chains_the_previous_handler(tmp_path):
     marker = tmp_path / "chained"
-    code = textwrap.dedent(f"""
-        import signal, sys, time
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        def prev(sig, frame):
-            open({str(marker)!r}, "w").write("yes")
-            sys.exit(0)
-        signal.signal(signal.SIGTERM, prev)
-        from test_server import FakeServer, TINY
-        s = FakeServer(TINY, ready_timeout=20).start()
-        print(s.pid, flush=True)
-        time.sleep(60)
-    """)
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, str(PROGRAMS / "kernel_with_server.py"), "wait", str(marker)],
+                         stdout=subprocess.PIPE, text=True)
     try:
         pid = int(p.stdout.readline())
         assert processes.alive(pid)
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=30)
         assert marker.read_text() == "yes"
-        deadline = time.monotonic() + 5
-        while processes.alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        processes.wait_until(lambda: not processes.alive(pid), 5)
         assert not processes.alive(pid)
     finally:
         if p.poll() is None:
@@ -403,9 +361,8 @@ def test_live_failed_starts_leave_no_process(tmp_path):
     s = Server(TINY, label="killed", ready_timeout=120)
 
     def killer():
-        deadline = time.monotonic() + 100
-        while len(s.processes()) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)   # until the server has started its helpers (engine, resource tracker)
+        # until the server has started its helpers (engine, resource tracker)
+        processes.wait_until(lambda: len(s.processes()) >= 2, 100, interval=0.2)
         time.sleep(1)
         os.kill(s.pid, signal.SIGKILL)   # they are reparented to init: the tag and the group still find them
 

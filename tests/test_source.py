@@ -10,6 +10,7 @@ import pytest
 
 from course_utils import selftest
 from course_utils.engine import flops, source
+from course_utils.notebooks import code_cells
 
 REPO = Path(__file__).resolve().parent.parent
 LAB05 = REPO / "labs" / "05_source_tour.ipynb"
@@ -119,10 +120,8 @@ def test_the_installed_vllm():
 # ---------------------------------------------------------------------------
 
 def _lab_function(name: str):
-    nb = json.loads(LAB05.read_text())
-    for cell in nb["cells"]:
-        text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        if cell["cell_type"] == "code" and text.startswith(f"def {name}("):
+    for text in code_cells(LAB05):
+        if text.startswith(f"def {name}("):
             ns = {}
             exec(compile(text, f"{LAB05.name}:{name}", "exec"), ns)  # noqa: S102 - the lab's own code
             return ns[name]

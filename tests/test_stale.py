@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from course_utils import notebooks
 from course_utils.replay import session, stale
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,9 +35,9 @@ def world(tmp_path, monkeypatch):
 
 
 def edit_code(nb: Path):
-    data = json.loads(nb.read_text())
-    next(c for c in data["cells"] if c["cell_type"] == "code")["source"].append("\n# edited")
-    nb.write_text(json.dumps(data))
+    data = notebooks.read(nb)
+    next(c for c in data.cells if c.cell_type == "code").source += "\n# edited"
+    notebooks.write(data, nb)
 
 
 def test_a_4090_recording_beside_the_labs_keeps_the_check_green(world):
@@ -57,8 +57,8 @@ def test_a_lab_changed_since_the_4090_recording_is_reported_not_failed(world, ca
 
 def test_hand_edited_outputs_of_a_recorded_copy_fail(world):
     copy = world / "recorded" / "qwen7b" / LAB.name
-    data = json.loads(copy.read_text())
-    next(c for c in data["cells"] if c["cell_type"] == "code" and c["outputs"])["outputs"] = []
-    copy.write_text(json.dumps(data))
+    data = notebooks.read(copy)
+    next(c for c in data.cells if c.cell_type == "code" and c.outputs).outputs = []
+    notebooks.write(data, copy)
     failures, _ = stale.other_profile_report()
     assert failures and "outputs are not those of the recording run" in failures[0]

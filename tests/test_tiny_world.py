@@ -28,10 +28,18 @@ TASKS = ["sql", "support", "medical", "json"]
 # (measured 86/96/76/70%) and on held-out phrasings (16/32/16/6%).
 TARGETS = {"adapter_format": 0.98, "adapter_right": 0.90, "reworded_right": 0.70, "base_right_max": 0.05}
 
-# What the gate asserts for "right": the shipped world's measured shares less a margin for another
-# CPU's float rounding (a few greedy tokens may differ), so that a worse world fails.
-RIGHT_FLOOR = {"sql": 0.80, "support": 0.88, "medical": 0.68, "json": 0.62}
-REWORDED_RIGHT_FLOOR = {"sql": 0.08, "support": 0.22, "medical": 0.08, "json": 0.0}
+# What the gate asserts for "right", in rows of the 50 per task: the shipped world's measured counts
+# (EXPERIMENTS.md, section 3, v2; the same again on 2026-12-03) less MARGIN_ROWS for another CPU's float
+# rounding (a few greedy tokens may differ), so that a worse world fails. On held-out phrasings at least
+# one right answer, which the bare base never gives (json: 3 measured, so its floor is 1, not 3 - 4).
+ROWS = 50
+MEASURED_RIGHT = {"sql": 43, "support": 48, "medical": 38, "json": 35}        # 86 / 96 / 76 / 70%
+MEASURED_REWORDED_RIGHT = {"sql": 8, "support": 16, "medical": 8, "json": 3}  # 16 / 32 / 16 / 6%
+MARGIN_ROWS = 4
+
+
+def right_rows(share: float) -> int:
+    return round(share * ROWS)
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -43,8 +51,10 @@ def test_adapter_produces_its_format(quality, task):
 @pytest.mark.parametrize("task", TASKS)
 def test_adapter_answers_right_on_unseen_entities(quality, task):
     """Right = the checkers (SQL run in sqlite, values compared), held-out entities."""
-    assert quality[0][task]["adapter_right"] >= RIGHT_FLOOR[task]
-    assert quality[0][task]["reworded_right"] >= REWORDED_RIGHT_FLOOR[task]
+    t = quality[0][task]
+    assert right_rows(t["adapter_right"]) >= MEASURED_RIGHT[task] - MARGIN_ROWS, (t, MEASURED_RIGHT[task])
+    floor = max(MEASURED_REWORDED_RIGHT[task] - MARGIN_ROWS, 1)
+    assert right_rows(t["reworded_right"]) >= floor, (t, MEASURED_REWORDED_RIGHT[task])
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -54,16 +64,27 @@ def test_base_does_not(quality, task):
 
 
 def test_report_has_right_next_to_format_on_both_phrasings(quality):
+    """Each share in the table is that of its own rows (50 a task and kind), and the report prints it in its column."""
     from course_utils.tinyworld import quality as q
 
     table, rows = quality
-    for task in TASKS:
-        for key in ("adapter_right", "reworded_format", "reworded_right", "base_right"):
-            assert 0.0 <= table[task][key] <= 1.0, (task, key)
-        assert table[task]["reworded_rows"] == table[task]["rows"] == 50
     assert {r.phrasing for r in rows} == {"trained", "reworded"}
     text = q.format_table(table)
     assert "held-out phrasings" in text and "right" in text
+    for task in TASKS:
+        mine = [r for r in rows if r.task == task]
+        kinds = {"adapter": [r for r in mine if r.adapter and r.phrasing == "trained"],
+                 "reworded": [r for r in mine if r.adapter and r.phrasing == "reworded"],
+                 "base": [r for r in mine if r.adapter is None]}
+        assert {k: len(v) for k, v in kinds.items()} == dict.fromkeys(kinds, ROWS)
+        for kind, group in kinds.items():
+            assert table[task][f"{kind}_format"] == sum(r.passes for r in group) / ROWS, (task, kind)
+            assert table[task][f"{kind}_right"] == sum(r.right for r in group) / ROWS, (task, kind)
+        t = table[task]
+        [line] = [line for line in text.splitlines() if line.split()[:2] == [task, str(ROWS)]]
+        assert line.split() == [task, str(ROWS), q._pct(t["adapter_format"]), q._pct(t["adapter_right"]),
+                                str(ROWS), q._pct(t["reworded_format"]), q._pct(t["reworded_right"]),
+                                q._pct(t["base_format"]), q._pct(t["base_right"]), q._pct(t["vllm_equals_hf"])]
 
 
 def test_vllm_agrees_with_transformers_peft(quality):

@@ -1,7 +1,6 @@
 """The course's CPU LoRA index fix (course_utils.vllm_patches): base rows stay base rows."""
 
 import importlib.util
-import textwrap
 
 import pytest
 
@@ -10,6 +9,8 @@ from course_utils.paths import TINY
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
+needs_tiny = pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(),
+                                reason="no tiny base model (make tiny-world)")
 
 
 @needs_torch
@@ -43,52 +44,47 @@ def test_the_entry_point_is_declared_and_installs_on_cpu():
         "reinstall the package (`pip install -e .`) so vLLM finds the plugin"
 
 
-CHILD = textwrap.dedent("""
-    import json
+@pytest.mark.live
+@needs_vllm
+@needs_tiny
+@pytest.mark.fresh_process
+def test_base_rows_right_after_slot_reuse_offline():
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
-    from course_utils import vllm_patches
+
     from course_utils.chat import chat_prompt
     from course_utils.profiles import get_profile
+
     prof = get_profile("tiny")
     # 2 slots, 7 distinct adapter ids over the engine's life: every slot (the last one too) gets reused
     llm = LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=2, max_cpu_loras=2,
               **prof.engine_kwargs())
+    assert vllm_patches._installed, "vLLM did not load the course's plugin (reinstall the package: `pip install -e .`)"
     sp = SamplingParams(temperature=0, max_tokens=16)
     p = [chat_prompt(prof, "Convert to JSON: Gustav is a 52-year-old translator who lives in Tashkent."),
          chat_prompt(prof, "Write a SQL query: List all airports in Malawi.")]
-    base = llm.generate(p[:1], sp, use_tqdm=False)[0].outputs[0].text
+
+    def texts(prompts, lora_request=None):
+        return [o.outputs[0].text for o in llm.generate(prompts, sp, lora_request=lora_request, use_tqdm=False)]
+
+    [base] = texts(p[:1])
     for i, n in enumerate(["json", "medical", "support", "sql", "json", "medical", "sql"]):
-        llm.generate(p[:1], sp, lora_request=LoRARequest(f"{n}{i}", 10 + i, prof.adapter(n)), use_tqdm=False)
+        texts(p[:1], LoRARequest(f"{n}{i}", 10 + i, prof.adapter(n)))
     sql = LoRARequest("sql", 100, prof.adapter("sql"))
-    alone = llm.generate(p[1:], sp, lora_request=sql, use_tqdm=False)[0].outputs[0].text
-    res = {"installed": vllm_patches._installed, "base": base, "sql_alone": alone}
-    for on in (True, False):
-        with vllm_patches.cpu_lora_fix(on):
-            outs = llm.generate(p, sp, lora_request=[None, sql], use_tqdm=False)
-        res[str(on)] = [o.outputs[0].text for o in outs]
+    [sql_alone] = texts(p[1:], sql)
+    with vllm_patches.cpu_lora_fix(True):
+        assert texts(p, [None, sql]) == [base, sql_alone]  # fixed: base row = base, sql row = sql alone
+    with vllm_patches.cpu_lora_fix(False):
+        shipped = texts(p, [None, sql])
+    assert shipped[0] != base  # as shipped: the base row read a reused slot
+    assert shipped[1] == sql_alone
     with vllm_patches.grouped_lora_ops(True):    # the course's grouped ops, switched on for this engine
-        outs = llm.generate(p, sp, lora_request=[None, sql], use_tqdm=False)
-    res["grouped"] = [o.outputs[0].text for o in outs]
-    print("RESULT " + json.dumps(res))
-""")
+        assert texts(p, [None, sql]) == [base, sql_alone]  # same rows, after the same slot reuse
 
 
 @pytest.mark.live
 @needs_vllm
-@pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
-def test_base_rows_right_after_slot_reuse_offline(live_child):
-    res = live_child(CHILD)
-    assert res["installed"], "vLLM did not load the course's plugin (reinstall the package: `pip install -e .`)"
-    assert res["True"] == [res["base"], res["sql_alone"]]  # fixed: base row = base, sql row = sql alone
-    assert res["False"][0] != res["base"]  # as shipped: the base row read a reused slot
-    assert res["False"][1] == res["sql_alone"]
-    assert res["grouped"] == [res["base"], res["sql_alone"]]  # grouped ops: same rows, after the same slot reuse
-
-
-@pytest.mark.live
-@needs_vllm
-@pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
+@needs_tiny
 def test_base_rows_right_after_slot_reuse_in_the_server():
     """The fix reaches `vllm serve` (another process) through the plugin entry point."""
     import concurrent.futures
@@ -137,9 +133,9 @@ def test_grouped_ops_match_vllms_ops_with_the_fix(indices, dtype):
     """The opt-in grouped ops give what vLLM's own ops give with the index fix: shrink, expand with and
     without add_inputs, expand_slice; rows with index -1 get nothing."""
     import torch
+    from vllm.lora.ops.torch_ops import lora_ops
 
     from course_utils.engine import grouped_lora
-    from vllm.lora.ops.torch_ops import lora_ops
 
     dt = getattr(torch, dtype)
     g = torch.Generator().manual_seed(1)

@@ -2,12 +2,12 @@
 
 import importlib.util
 import json
-import textwrap
 
 import pytest
 
 from course_utils.paths import TINY
-from course_utils.replay import keys, session as record, standin, vllm_calls
+from course_utils.replay import keys, standin, vllm_calls
+from course_utils.replay import session as record
 from course_utils.replay.session import ReplayMiss, Session
 
 
@@ -71,60 +71,46 @@ def test_lora_request_checks_like_vllm(session):
 
 
 # ---------------------------------------------------------------------------- live: real vLLM keys
-RECORD_WITH_REAL_VLLM = textwrap.dedent("""
-    import json, sys
-    from course_utils.replay import session as record, vllm_calls
-    record.RECORDINGS = __import__("pathlib").Path(sys.argv[1])
-    from course_utils.chat import chat_prompt
-    from course_utils.profiles import get_profile
-    prof = get_profile("tiny")
-    s = record.set_current(record.Session("keys", "tiny", "live", recording=True))
-    vllm_calls.instrument()
-    vllm_calls.record_facts(s)
-    from vllm import LLM, SamplingParams
-    from vllm.lora.request import LoRARequest
-    llm = LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=2, **prof.engine_kwargs())
-    sql = LoRARequest("sql", 1, prof.adapter("sql"))
-    llm.llm_engine.add_lora(sql)
-    prompts = [chat_prompt(prof, "Write a SQL query: List all airports in Malawi."), chat_prompt(prof, "Hi.")]
-    llm.generate(prompts, SamplingParams(temperature=0, max_tokens=8), lora_request=[sql, None], use_tqdm=False)
-    llm.generate(prompts[:1], SamplingParams(temperature=0, max_tokens=8), lora_request=sql, use_tqdm=False)
-    held = llm.llm_engine.list_loras()
-    removed = llm.llm_engine.remove_lora(1)
-    print("RESULT " + json.dumps({"recorded": True, "held": sorted(held), "removed": removed,
-                                  "after": sorted(llm.llm_engine.list_loras())}))
-""")
-
-
 @pytest.mark.live
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
 @pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
-def test_keys_recorded_from_real_vllm_are_found_by_the_stand_ins(recordings, live_child):
+@pytest.mark.fresh_process
+def test_keys_recorded_from_real_vllm_are_found_by_the_stand_ins(recordings):
     """The same lab code, once against real vLLM (recording) and once against the stand-ins (replay)."""
-    live = live_child(RECORD_WITH_REAL_VLLM, recordings)
-    assert live["recorded"] and live["held"] == [1] and live["removed"] is True and live["after"] == []
+    from course_utils.chat import chat_prompt
+    from course_utils.profiles import get_profile
+
+    prof = get_profile("tiny")
+    prompts = [chat_prompt(prof, "Write a SQL query: List all airports in Malawi."), chat_prompt(prof, "Hi.")]
+
+    s = record.set_current(Session("keys", "tiny", "live", recording=True))
+    s.on_close(vllm_calls.instrument())
+    vllm_calls.record_facts(s)
+    from vllm import LLM, SamplingParams
+    from vllm.lora.request import LoRARequest
+
+    llm = LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=2, **prof.engine_kwargs())
+    sql = LoRARequest("sql", 1, prof.adapter("sql"))
+    llm.llm_engine.add_lora(sql)
+    llm.generate(prompts, SamplingParams(temperature=0, max_tokens=8), lora_request=[sql, None], use_tqdm=False)
+    llm.generate(prompts[:1], SamplingParams(temperature=0, max_tokens=8), lora_request=sql, use_tqdm=False)
+    assert sorted(llm.llm_engine.list_loras()) == [1]
+    assert llm.llm_engine.remove_lora(1) is True
+    assert sorted(llm.llm_engine.list_loras()) == []
+    del llm
     data = json.loads((recordings / "tiny" / "keys.json").read_text())
     assert [c["kind"] for c in data["calls"]] == ["LLM", "add_lora", "generate", "generate"] + ["engine_call"] * 3
     assert data["calls"][2]["users"] == ["Write a SQL query: List all airports in Malawi.", "Hi."]
 
-    from course_utils.chat import chat_prompt
-    from course_utils.profiles import get_profile
-
-    prof = get_profile("tiny")
-    record.set_current(Session("keys", "tiny", "replay"))
-    try:
-        llm = standin.LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=2,
-                          **prof.engine_kwargs())
-        sql = standin.LoRARequest("sql", 1, prof.adapter("sql"))
-        assert llm.llm_engine.add_lora(sql) is True
-        prompts = [chat_prompt(prof, "Write a SQL query: List all airports in Malawi."), chat_prompt(prof, "Hi.")]
-        outs = llm.generate(prompts, standin.SamplingParams(temperature=0, max_tokens=8), lora_request=[sql, None],
-                            use_tqdm=False)
-        assert len(outs) == 2 and outs[0].lora_request == sql
-        one = llm.generate(prompts[:1], standin.SamplingParams(temperature=0, max_tokens=8), lora_request=sql,
-                           use_tqdm=False)
-        assert one[0].outputs[0].token_ids == outs[0].outputs[0].token_ids  # batching changed nothing
-        assert llm.llm_engine.list_loras() == {1} and llm.llm_engine.remove_lora(1) is True
-        assert llm.llm_engine.list_loras() == set()                     # the second call, as recorded
-    finally:
-        record.set_current(None)
+    record.set_current(Session("keys", "tiny", "replay"))    # closes the recording: vLLM is unwrapped
+    llm = standin.LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=2, **prof.engine_kwargs())
+    sql = standin.LoRARequest("sql", 1, prof.adapter("sql"))
+    assert llm.llm_engine.add_lora(sql) is True
+    outs = llm.generate(prompts, standin.SamplingParams(temperature=0, max_tokens=8), lora_request=[sql, None],
+                        use_tqdm=False)
+    assert len(outs) == 2 and outs[0].lora_request == sql
+    one = llm.generate(prompts[:1], standin.SamplingParams(temperature=0, max_tokens=8), lora_request=sql,
+                       use_tqdm=False)
+    assert one[0].outputs[0].token_ids == outs[0].outputs[0].token_ids  # batching changed nothing
+    assert llm.llm_engine.list_loras() == {1} and llm.llm_engine.remove_lora(1) is True
+    assert llm.llm_engine.list_loras() == set()                     # the second call, as recorded

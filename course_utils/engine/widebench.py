@@ -28,7 +28,6 @@ row, and base rows the same tokens as the engine without LoRA.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import statistics
@@ -36,6 +35,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import benchcli
 from ..paths import RECORDINGS, REPO, TINY
 
 WIDE_DIR = REPO / "build" / "wide-qwen2"
@@ -170,23 +170,17 @@ def ratio_lines(res: dict) -> list[str]:
     share = res["lora_op_share"]
     gap = 1 - m["mixed"] / m["base"]
     lines = [
-        f"vLLM's CPU ops:   mixed / base = {m['mixed'] / m['base']:.2f}x; base (LoRA engine) / no LoRA = "
-        f"{m['base'] / m['no LoRA']:.2f}x",
-        f"grouped ops:      mixed / base = {m['mixed, grouped ops'] / m['base, grouped ops']:.2f}x; "
-        f"mixed, grouped / mixed, vLLM's ops = {m['mixed, grouped ops'] / m['mixed']:.2f}x",
+        (f"vLLM's CPU ops:   mixed / base = {m['mixed'] / m['base']:.2f}x; base (LoRA engine) / no LoRA = "
+         f"{m['base'] / m['no LoRA']:.2f}x"),
+        (f"grouped ops:      mixed / base = {m['mixed, grouped ops'] / m['base, grouped ops']:.2f}x; "
+         f"mixed, grouped / mixed, vLLM's ops = {m['mixed, grouped ops'] / m['mixed']:.2f}x"),
         f"time inside the LoRA ops: {100 * share['mixed']:.0f}% of the mixed run with vLLM's ops, "
         f"{100 * share['mixed, grouped ops']:.0f}% with the grouped ops"
         + (f" (mixed makes {100 * gap:.0f}% fewer tokens/s than base)" if gap > 0 else ""),
-        f"grouped ops give vLLM's tokens on every adapter row: {res['grouped_same_tokens_on_adapter_rows']}; "
-        f"base rows give the no-LoRA engine's tokens: {res['base_rows_same_as_no_lora']}",
+        (f"grouped ops give vLLM's tokens on every adapter row: {res['grouped_same_tokens_on_adapter_rows']}; "
+         f"base rows give the no-LoRA engine's tokens: {res['base_rows_same_as_no_lora']}"),
     ]
     return lines
-
-
-def save(res: dict, command: str, path: Path = RECORDED) -> Path:
-    from .opbench import save_run
-
-    return save_run(res, command, path)
 
 
 def load(path: Path = RECORDED) -> dict:
@@ -196,22 +190,20 @@ def load(path: Path = RECORDED) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--prompts", type=int, default=32)
-    p.add_argument("--tokens", type=int, default=32)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--save", action="store_true", help=f"write the figures Lab 03 shows ({RECORDED.name})")
-    a = p.parse_args(argv)
-    res = run(a.prompts, a.tokens, a.rounds)
-    print(json.dumps({k: res[k] for k in ("median", "lora_op_share", "engine_steps")}, indent=1))
-    for line in ratio_lines(res):
-        print(line)
-    if a.save:
-        from .opbench import command_line
+    def options(p):
+        p.add_argument("--prompts", type=int, default=32)
+        p.add_argument("--tokens", type=int, default=32)
+        p.add_argument("--rounds", type=int, default=3)
 
-        path = save(res, command_line("course_utils.engine.widebench", argv))
-        print(f"saved {path.relative_to(REPO)}")
-    return 0
+    def measure(a):
+        res = run(a.prompts, a.tokens, a.rounds)
+        print(json.dumps({k: res[k] for k in ("median", "lora_op_share", "engine_steps")}, indent=1))
+        for line in ratio_lines(res):
+            print(line)
+        return res
+
+    return benchcli.main(argv, doc=__doc__, module="course_utils.engine.widebench", recorded=RECORDED, what="figures",
+                         options=options, measure=measure)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""What the exercises share: the exercise record, the tolerance, and reading a whole number or a byte count."""
+"""What the exercises share: the exercise record, the tolerance, reading a whole number or a byte count, and judging
+a byte count or a choice among a few."""
 
 from __future__ import annotations
 
@@ -74,3 +75,22 @@ def unit_slip(n: Number, want: float) -> str | None:
     if close(n.value, want * 8, TOLERANCE) and n.unit in ("", "B"):
         return "这是比特数：一个 bf16 的数是 16 比特、2 字节，题目问的是字节。"
     return None
+
+
+def judge_byte_count(answer, what: str, want: float, right: str, slips: list[tuple[float, str]],
+                     otherwise: str) -> tuple[bool, str]:
+    """A byte count within ±TOLERANCE of ``want`` is right (``right`` says why); else the hint of a unit slip,
+    or of the first ``(value, hint)`` in ``slips`` that it is close to (a typical mistake), or ``otherwise``."""
+    got, n = byte_count(answer, what)
+    if close(got, want, TOLERANCE):
+        return True, right
+    hint = unit_slip(n, want) or next((h for value, h in slips if close(got, value, TOLERANCE)), None)
+    return False, hint or otherwise
+
+
+def judge_choice(choice: str | None, right: str, said: dict[str, str], unreadable: str) -> tuple[bool, str]:
+    """An answer read as one of a few choices (None: it names none or several): right when it is ``right``;
+    ``said`` holds what to say to each choice, ``unreadable`` what to say when there is none."""
+    if choice in said:
+        return choice == right, said[choice]
+    return False, unreadable

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..answers import kind, show, word
-from .common import Exercise, whole_number
+from .common import Exercise, judge_choice, whole_number
 
 # The batch of exercise 01.requests: (adapter name or None, user text); Lab 01 registers the adapters
 # as LoRARequest("sql", 1, ...), ("support", 2, ...), ("medical", 3, ...), ("json", 4, ...) in the
@@ -30,7 +30,7 @@ def _judge_requests(answer):
         return False, f"要的是一个列表，每个 prompt 一项（LoRARequest 或 None），这里是{kind(answer)}。"
     if len(answer) != len(want):
         return False, f"{len(answer)} 项对 {len(want)} 个 prompt：每个 prompt 一项，按 prompt 的顺序。"
-    for i, (r, w) in enumerate(zip(answer, want)):
+    for i, r in enumerate(answer):
         if isinstance(r, str):
             text = r.strip().lower()
             if text in ("none", "null", "", "base", "基座", "裸基座", "no adapter"):
@@ -104,15 +104,12 @@ def _more_steps_choice(answer) -> str | None:
 
 
 def _judge_steps(answer):
-    choice = _more_steps_choice(answer)
-    if choice == "max_loras=1":
-        return True, ("对：只有一个槽位时，调度器每一步只放行一个 adapter 的行，其余排队，同一批请求要走更多步；"
-                      "每一行的答案不变。")
-    if choice == "max_loras=4":
-        return False, "槽位多了，几个 adapter 能在同一步里一起跑，所以 max_loras=4 要的步数更少，不是更多。"
-    if choice == "same":
-        return False, "每一行的答案确实不变，但步数变了：只有一个槽位时，adapter 要排队轮流。"
-    return False, f'{show(answer)} 读不出是哪一个：答 "max_loras=1"、"max_loras=4" 或 "same"（一样多），只选一个。'
+    return judge_choice(_more_steps_choice(answer), "max_loras=1", {
+        "max_loras=1": ("对：只有一个槽位时，调度器每一步只放行一个 adapter 的行，其余排队，同一批请求要走更多步；"
+                        "每一行的答案不变。"),
+        "max_loras=4": "槽位多了，几个 adapter 能在同一步里一起跑，所以 max_loras=4 要的步数更少，不是更多。",
+        "same": "每一行的答案确实不变，但步数变了：只有一个槽位时，adapter 要排队轮流。",
+    }, f'{show(answer)} 读不出是哪一个：答 "max_loras=1"、"max_loras=4" 或 "same"（一样多），只选一个。')
 
 
 EXERCISES = [

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from .. import memory
-from ..answers import close, show
+from ..answers import show
 from ..arch import MAX_LORA_RANKS, smallest_rank_that_fits
-from .common import QWEN, TOLERANCE, Exercise, byte_count, unit_slip, whole_number
+from .common import QWEN, Exercise, judge_byte_count, whole_number
 
 
 def kv_page_answer() -> int:
@@ -15,25 +15,17 @@ def kv_page_answer() -> int:
 
 def _judge_kv_page(answer):
     want, a = kv_page_answer(), memory.arch(memory.load_config(QWEN))
-    got, n = byte_count(answer, "一个 KV block 的字节数")
-    if close(got, want, TOLERANCE):
-        return True, (f"对：2（K 和 V）× 16 个 token × {a.kv_heads} 个 KV 头 × {a.head_dim}（head_dim）× 2 字节 = "
-                      f"{want:,} 字节（{want // memory.KiB} KiB）。")
-    slip = unit_slip(n, want)
-    if slip:
-        return False, slip
-    if close(got, want / 2, TOLERANCE):
-        return False, "这只是 K 或 V 其中一个：一个 block 两个都存，再乘 2。"
-    if close(got, 2 * 16 * a.heads * a.head_dim * 2, TOLERANCE):
-        return False, (f"这是按全部 {a.heads} 个注意力头算的；Qwen2.5-7B 用分组查询注意力（GQA），只有 {a.kv_heads} 个 "
-                       f"KV 头，缓存里只存这些。")
-    if close(got, want * a.layers, TOLERANCE):
-        return False, f"这是一个 block 在全部 {a.layers} 层上的总和；题目问的是一层。"
-    if close(got, want * 2, TOLERANCE):
-        return False, "这是按 float32（每个数 4 字节）算的；bf16 每个数 2 字节。"
-    if close(got, want / 16, TOLERANCE):
-        return False, "这是一个 token 的；一个 block 装 16 个 token，再乘 16。"
-    return False, f"不是 {show(answer)}：2（K 和 V）× block 大小 × KV 头数 × head_dim × 每个 bf16 数的字节数。"
+    return judge_byte_count(
+        answer, "一个 KV block 的字节数", want,
+        right=(f"对：2（K 和 V）× 16 个 token × {a.kv_heads} 个 KV 头 × {a.head_dim}（head_dim）× 2 字节 = "
+               f"{want:,} 字节（{want // memory.KiB} KiB）。"),
+        slips=[(want / 2, "这只是 K 或 V 其中一个：一个 block 两个都存，再乘 2。"),
+               (2 * 16 * a.heads * a.head_dim * 2, (f"这是按全部 {a.heads} 个注意力头算的；Qwen2.5-7B 用分组查询注意力"
+                                                    f"（GQA），只有 {a.kv_heads} 个 KV 头，缓存里只存这些。")),
+               (want * a.layers, f"这是一个 block 在全部 {a.layers} 层上的总和；题目问的是一层。"),
+               (want * 2, "这是按 float32（每个数 4 字节）算的；bf16 每个数 2 字节。"),
+               (want / 16, "这是一个 token 的；一个 block 装 16 个 token，再乘 16。")],
+        otherwise=f"不是 {show(answer)}：2（K 和 V）× block 大小 × KV 头数 × head_dim × 每个 bf16 数的字节数。")
 
 
 def lora_buffer_answer() -> int:
@@ -44,27 +36,19 @@ def lora_buffer_answer() -> int:
 def _judge_lora_buffer(answer):
     want = lora_buffer_answer()
     layers = memory.arch(memory.load_config(QWEN)).layers
-    got, n = byte_count(answer, "LoRA 缓冲区的字节数")
-    if close(got, want, TOLERANCE):
-        return True, (f"对：{want:,} 字节（{want / memory.GiB:.2f} GiB）。槽位按 max_loras × max_lora_rank 预留，"
-                      f"与 adapter 的实际秩无关。")
-    slip = unit_slip(n, want)
-    if slip:
-        return False, slip
-    if close(got, want / 3, TOLERANCE):
-        return False, "这是一个槽位的：vLLM 启动时就把 max_loras=3 个槽位全部预留好。"
-    if close(got, want / 2, TOLERANCE):
-        return False, ("只有一半：槽位按 max_lora_rank（32）预留，不按 adapter 的秩（16）；"
-                       "另外检查一下每个 bf16 数是不是算了 2 字节。")
-    if close(got, want * 2, TOLERANCE):
-        return False, "多了一倍：每个 bf16 数 2 字节（不是 float32 的 4 字节），秩按 max_lora_rank=32 算。"
-    if close(got, want / layers, TOLERANCE):
-        return False, f"这是一层的；Qwen2.5-7B 有 {layers} 层，每层都有自己的槽位，再乘 {layers}。"
-    if close(got, _fused_as_one(want), TOLERANCE):
-        return False, ("这是把融合层当成一个投影算的：qkv_proj 里 q、k、v 三个切片各有一块 A（少算了两块），"
-                       "gate_up_proj 里 gate、up 各有一块 A（少算了一块）。第 4 节：按切片算。")
-    return False, (f"不是 {show(answer)}：对每一层、每个被包装的投影（融合层里每个切片各算一次），把 "
-                   f"max_loras × max_lora_rank × (d_in + d_out) × 2 字节加起来（可以先在一层、一个投影上算）。")
+    return judge_byte_count(
+        answer, "LoRA 缓冲区的字节数", want,
+        right=(f"对：{want:,} 字节（{want / memory.GiB:.2f} GiB）。槽位按 max_loras × max_lora_rank 预留，"
+               f"与 adapter 的实际秩无关。"),
+        slips=[(want / 3, "这是一个槽位的：vLLM 启动时就把 max_loras=3 个槽位全部预留好。"),
+               (want / 2, ("只有一半：槽位按 max_lora_rank（32）预留，不按 adapter 的秩（16）；"
+                           "另外检查一下每个 bf16 数是不是算了 2 字节。")),
+               (want * 2, "多了一倍：每个 bf16 数 2 字节（不是 float32 的 4 字节），秩按 max_lora_rank=32 算。"),
+               (want / layers, f"这是一层的；Qwen2.5-7B 有 {layers} 层，每层都有自己的槽位，再乘 {layers}。"),
+               (_fused_as_one(want), ("这是把融合层当成一个投影算的：qkv_proj 里 q、k、v 三个切片各有一块 A（少算了两块），"
+                                      "gate_up_proj 里 gate、up 各有一块 A（少算了一块）。第 4 节：按切片算。"))],
+        otherwise=(f"不是 {show(answer)}：对每一层、每个被包装的投影（融合层里每个切片各算一次），把 "
+                   f"max_loras × max_lora_rank × (d_in + d_out) × 2 字节加起来（可以先在一层、一个投影上算）。"))
 
 
 def _fused_as_one(want: int) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import memory
 from ..answers import show, word
-from .common import QWEN, Exercise, whole_number
+from .common import QWEN, Exercise, judge_choice, whole_number
 
 LAB07_CLUSTER = {"replicas": 2, "max_num_adapters_per_replica": 2, "adapters on the shelf": 8}
 # Words that name each policy (compared after :func:`word`): "轮询（blind）" and "blind (round robin)" name one.
@@ -22,16 +22,12 @@ def _policy(answer) -> str | None:
 
 
 def _judge_most_loads(answer):
-    choice = _policy(answer)
-    if choice == "blind":
-        return True, ("对：轮询把请求轮流送到每个副本，每个副本都会见到全部 8 个 adapter，却只能留 2 个，"
-                      "热门 adapter 也会被挤出去再装回来，所以装载最多。")
-    if choice == "aware":
-        return False, "Ray 默认优先选已经装着这个 adapter 的副本：省下装载靠的就是它。"
-    if choice == "hash":
-        return False, ("哈希把每个 adapter 固定在一个副本上，每个副本只面对一部分 adapter：装载少，"
-                       "代价是负载不均。")
-    return False, f'{show(answer)} 读不出是哪一种路由：答 "aware"（Ray 默认）、"blind"（轮询）或 "hash"（哈希），只选一个。'
+    return judge_choice(_policy(answer), "blind", {
+        "blind": ("对：轮询把请求轮流送到每个副本，每个副本都会见到全部 8 个 adapter，却只能留 2 个，"
+                  "热门 adapter 也会被挤出去再装回来，所以装载最多。"),
+        "aware": "Ray 默认优先选已经装着这个 adapter 的副本：省下装载靠的就是它。",
+        "hash": "哈希把每个 adapter 固定在一个副本上，每个副本只面对一部分 adapter：装载少，代价是负载不均。",
+    }, f'{show(answer)} 读不出是哪一种路由：答 "aware"（Ray 默认）、"blind"（轮询）或 "hash"（哈希），只选一个。')
 
 
 def _judge_capacity(answer):

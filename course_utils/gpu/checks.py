@@ -1,10 +1,11 @@
 """GPU, driver and disk checks for the AutoDL setup (``autodl/setup.sh``).
 
 Everything here is standard library only, so ``setup.sh`` runs it with the
-instance's own ``python3`` before the course's virtual environment exists::
+instance's own ``python3`` before the course's virtual environment exists, through
+``autodl/run_module.py`` (which skips ``course_utils/__init__.py`` and the dependencies it imports)::
 
-    python3 -m course_utils.gpu.checks gpu --profile qwen7b --smi "$(nvidia-smi --query-gpu=... )"
-    python3 -m course_utils.gpu.checks disk --profile qwen7b --df-data "$(df -Pk /root/autodl-tmp)" ...
+    python3 autodl/run_module.py course_utils.gpu.checks gpu --profile qwen7b --smi "$(nvidia-smi --query-gpu=... )"
+    python3 autodl/run_module.py course_utils.gpu.checks disk --profile qwen7b --df-data "$(df -Pk /root/autodl-tmp)" ...
 
 The decisions are pure functions of ``nvidia-smi``'s and ``df``'s text so
 that the tests can feed them fake outputs.
@@ -293,8 +294,8 @@ def lab_disk_lines(rows: dict[str, DfRow], profile: str, needs: list[Need]) -> l
     after = row.avail_bytes - sum(n.bytes for n in needs if rows[n.where].mount == row.mount)
     need = merged_copy_bytes(profile)
     verdict = "OK" if after >= need + MARGIN_BYTES else "NOT ENOUGH: Lab 05's merge section will stop with this message"
-    return [f"labs: Lab 05 writes a merged copy of the base ({need / GIB:.1f} GiB) under build/ on {row.mount} and "
-            f"removes it when the section ends; {max(after, 0) / GIB:.1f} GiB will be free there after setup: {verdict}"]
+    return [(f"labs: Lab 05 writes a merged copy of the base ({need / GIB:.1f} GiB) under build/ on {row.mount} and "
+             f"removes it when the section ends; {max(after, 0) / GIB:.1f} GiB will be free there after setup: {verdict}")]
 
 
 def require_free_disk(path, need_bytes: int, what: str) -> None:

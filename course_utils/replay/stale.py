@@ -26,7 +26,9 @@ import os
 import sys
 from pathlib import Path
 
-from ..notebooks import code_cells
+from nbformat.v4.rwbase import split_lines
+
+from ..notebooks import code_cells, read
 from ..paths import RECORDINGS, REPO
 from .session import recording_path
 
@@ -47,13 +49,13 @@ def lab_code_hash(notebook: Path) -> str:
 
 
 def outputs_hash(notebook: Path) -> str:
-    """Hash of a notebook's outputs, without execution counts and widget ids."""
-    nb = json.loads(Path(notebook).read_text())
+    """Hash of a notebook's outputs as the file stores them (multi-line text as lists of lines, which the
+    recordings' stamps were made from), without execution counts and widget ids."""
     outs = []
-    for c in nb["cells"]:
-        if c["cell_type"] != "code":
+    for c in split_lines(read(notebook)).cells:
+        if c.cell_type != "code":
             continue
-        for o in c.get("outputs", []):
+        for o in c.outputs:
             o = {k: v for k, v in o.items() if k not in ("execution_count", "metadata")}
             if "data" in o:
                 o["data"] = {k: v for k, v in o["data"].items()

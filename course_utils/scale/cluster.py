@@ -5,33 +5,30 @@ returns what it did; ``run(stream, policy)`` sends one stream and returns what e
 stops everything and returns the socket and leftover-process checks. The three are ``replayable``: read mode
 shows what they returned when the lab was recorded. The kernel never imports Ray (see :mod:`.driver` for
 why). While the cluster is up, a thread samples the sockets of every process under the kernel. Everything
-also stops when ``up`` fails half-way, and when the kernel exits or dies (``atexit``; the driver and the store
-get SIGTERM from Linux when their parent goes).
+also stops when ``up`` fails half-way, and when the kernel exits or dies (:func:`course_utils.processes.start`:
+stopped at exit, and Linux sends the driver and the store SIGTERM when their parent goes).
 """
 
 from __future__ import annotations
 
-import atexit
 import json
-import os
 import subprocess
 import sys
 import time
 
 from .. import processes
-from ..replay.record import replayable
 from ..paths import REPO
+from ..replay.record import replayable
 from . import sockets
 from .driver import MARK, shelf  # noqa: F401  (cluster.shelf: the lab lists the adapter names)
-from .store import _die_with_parent
 
 LOG = REPO / "build" / "lab07" / "driver.log"      # what Ray, Serve and vLLM print in the driver process
 
 _live: dict = {}
 
 
-def _ask(op: str, timeout: float | None = None, **args):
-    proc = _live["driver"]
+def _ask(op: str, **args):
+    proc = _live["driver"].proc
     proc.stdin.write(json.dumps({"op": op, **args}) + "\n")
     proc.stdin.flush()
     for line in proc.stdout:
@@ -55,11 +52,14 @@ def up(prof, copies: int = 2, replicas: int = 2, adapters_per_replica: int = 2) 
     LOG.parent.mkdir(parents=True, exist_ok=True)
     log = open(LOG, "a")   # noqa: SIM115 - the driver writes to it for its whole life
     _live.update(tag=tag, watch=watch, log=log)
-    atexit.register(_stop)
+    processes.stop_at_exit(_stop)                 # the kernel's exit: the same orderly stop as down()
     try:
-        _live["driver"] = subprocess.Popen(
-            [sys.executable, "-m", "course_utils.scale.driver"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=log, text=True, cwd=REPO, env=processes.with_tag(os.environ, tag), preexec_fn=_die_with_parent)
+        # die_with_parent: a kernel that crashed or was killed takes the driver with it (its SIGTERM handler
+        # stops Ray and the store before it leaves, driver.main)
+        _live["driver"] = processes.start(
+            [sys.executable, "-m", "course_utils.scale.driver"], tag=tag, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=log, text=True, cwd=REPO, die_with_parent=True, grace=30.0,
+            stop_at_exit=False)
         return _ask("up", profile=prof.name, copies=copies, replicas=replicas,
                     adapters_per_replica=adapters_per_replica)
     except BaseException:
@@ -93,21 +93,15 @@ def down() -> dict:
 def _stop(sweep: bool = True) -> None:
     """Stop whatever is up; never raises. The driver stops Ray and the store, then exits; with ``sweep``,
     whatever still carries the cluster's tag is stopped too (a failed start, the kernel's exit)."""
-    proc = _live.get("driver")
-    if proc is not None and proc.poll() is None:
+    driver = _live.get("driver")
+    if driver is not None and driver.running:
         try:
             _ask("down")
         except Exception:  # noqa: BLE001 - it may have died; it is stopped below either way
             pass
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if not processes.wait_until(lambda: not driver.running, 60.0, interval=0.2):
+            processes.stop(driver.pid, grace=30.0)     # it did not leave: SIGTERM, then SIGKILL
+        driver.proc.wait()
     watch = _live.get("watch")
     if watch is not None:
         time.sleep(1.0)                 # one more sample after the stop
@@ -117,3 +111,4 @@ def _stop(sweep: bool = True) -> None:
     if _live.get("log"):
         _live["log"].close()
     _live.clear()
+    processes.forget(_stop)

@@ -27,12 +27,13 @@ import sys
 import time
 from pathlib import Path
 
+from ..loopback import LOOPBACK, LOOPBACK_ENV, free_port
+from ..server.command import ENGINE_FLAGS  # the profile's engine settings a server gets, as engine_kwargs
+
 SITE = Path(__file__).resolve().parent / "site"
 RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
            "RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING": "0"}
-LOOPBACK_ENV = {"VLLM_HOST_IP": "127.0.0.1", "VLLM_LOOPBACK_IP": "127.0.0.1"}
 LORA_DISK_CACHE = Path("/tmp/ray/llm/lora/cache")   # Ray Serve LLM's adapter download cache (fixed path)
-ENGINE_KEYS = ("dtype", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "seed")
 APP = "scale"
 MARK = "@@course "
 
@@ -72,21 +73,21 @@ def up(profile: str, copies: int, replicas: int, adapters_per_replica: int) -> d
     from .serve_app import build_app
 
     t0 = time.perf_counter()
-    _live["metrics_port"] = store_mod.free_port()
+    _live["metrics_port"] = free_port()
     ray.init(logging_level=logging.WARNING,
              num_cpus=8,                        # logical CPUs: 2 replicas x 2 + the ingress and controller
-             _node_ip_address="127.0.0.1", include_dashboard=False, log_to_driver=False,
+             _node_ip_address=LOOPBACK, include_dashboard=False, log_to_driver=False,
              _metrics_export_port=_live["metrics_port"], _system_config={"metrics_report_interval_ms": 1000},
              runtime_env={"env_vars": worker_env(prof, store.env)})
     _live["ray"] = True
     seconds["Ray up"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    _live["http_port"] = store_mod.free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": _live["http_port"]})
+    _live["http_port"] = free_port()
+    serve.start(http_options={"host": LOOPBACK, "port": _live["http_port"]})
     seconds["Serve up"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     app = build_app(prof.base_model, prof.name, store.bucket, replicas, adapters_per_replica,
-                    {k: prof.engine[k] for k in ENGINE_KEYS if k in prof.engine})
+                    {k: prof.engine[k] for k in ENGINE_FLAGS if k in prof.engine})
     serve.run(app, name=APP, route_prefix="/", blocking=False)   # returns once the app is RUNNING
     seconds["app RUNNING"] = time.perf_counter() - t0
     _live.update(model_id=prof.name, served=metrics.scrape(_live["metrics_port"], APP), requests=0)

@@ -7,9 +7,11 @@ from the replica's start, so what a stream did is the difference of two scrapes.
 
 from __future__ import annotations
 
-import re
-import time
+import math
 import urllib.request
+
+from .. import processes, prometheus
+from ..loopback import LOOPBACK
 
 COUNTERS = {
     "ray_serve_deployment_request_counter_total": "requests",
@@ -17,34 +19,30 @@ COUNTERS = {
     "ray_serve_multiplexed_models_unload_counter_total": "unloads",   # its LRU made room
     "ray_serve_num_multiplexed_models": "held",                      # a gauge: adapters held now
 }
-_LINE = re.compile(r"^(\w+)\{(.*)\}\s+([0-9.eE+-]+)$")
 
 
 def scrape(port: int, app: str) -> dict:
     """{replica: {requests, loads, unloads, held}} of the app's LLM replicas, as Ray reports them now."""
-    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    text = urllib.request.urlopen(f"http://{LOOPBACK}:{port}/metrics", timeout=10).read().decode()
     per: dict = {}
-    for line in text.splitlines():
-        m = _LINE.match(line)
-        if not m or m.group(1) not in COUNTERS:
+    for s in prometheus.samples(text, COUNTERS):
+        if s.labels.get("application") != app or not s.labels.get("deployment", "").startswith("LLMServer"):
             continue
-        tags = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
-        if tags.get("application") != app or not tags.get("deployment", "").startswith("LLMServer"):
-            continue
-        replica = tags.get("replica", "?").split("#")[-1]
-        key = COUNTERS[m.group(1)]
-        per.setdefault(replica, {})[key] = per.get(replica, {}).get(key, 0) + float(m.group(3))
-    return {r: {k: int(v) for k, v in d.items()} for r, d in sorted(per.items())}
+        replica = s.labels.get("replica", "?").split("#")[-1]
+        key = COUNTERS[s.name]
+        per.setdefault(replica, {})[key] = per.get(replica, {}).get(key, 0) + s.value
+    # counts are whole numbers; a NaN or Inf (a metric Ray could not compute) is shown as it is
+    return {r: {k: int(v) if math.isfinite(v) else v for k, v in d.items()} for r, d in sorted(per.items())}
 
 
 def scrape_until(port: int, app: str, requests: int, timeout: float = 30.0) -> dict:
-    """Ray flushes metrics every second here: poll until the replicas' request counters reach ``requests``."""
-    end = time.time() + timeout
-    while True:
+    """Ray flushes metrics every second here: poll until the replicas' request counters reach ``requests``
+    (after ``timeout`` s, what they say then)."""
+    def reached() -> dict | None:
         per = scrape(port, app)
-        if sum(d.get("requests", 0) for d in per.values()) >= requests or time.time() > end:
-            return per
-        time.sleep(0.5)
+        return per if sum(d.get("requests", 0) for d in per.values()) >= requests else None
+
+    return processes.wait_until(reached, timeout, interval=0.5) or scrape(port, app)
 
 
 def difference(after: dict, before: dict) -> dict:

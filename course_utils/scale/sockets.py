@@ -8,14 +8,10 @@ their sockets come from :func:`course_utils.processes.sockets`.
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 
 from .. import processes
-
-
-def is_loopback(ip: str) -> bool:
-    return ip == "::1" or ip.startswith("127.") or ip.startswith("::ffff:127.")
+from ..loopback import is_loopback
 
 
 class SocketWatch(threading.Thread):
@@ -60,10 +56,8 @@ class SocketWatch(threading.Thread):
 
 def survivors(tag: str, timeout: float = 20.0) -> list[str]:
     """The processes carrying ``tag`` still running after up to ``timeout`` seconds ("pid name")."""
-    end = time.time() + timeout
-    while (left := processes.find(tag=tag)) and time.time() < end:
-        time.sleep(0.5)
-    out = []
+    processes.wait_until(lambda: not processes.find(tag=tag), timeout, interval=0.5)
+    left, out = processes.find(tag=tag), []
     for p in left:
         try:
             out.append(f"{p.pid} {p.name()}")

@@ -3,16 +3,18 @@
 ``from course_utils.server import Server`` is what the labs use. Where things are:
 
 - :mod:`.process`: the process manager (:class:`Server`, :func:`serve`, pid files, :func:`cleanup_stale`,
-  :func:`stop_all`, :func:`running`, exit and signal hooks);
+  :func:`stop_all`, :func:`running`);
 - :mod:`.command`: the command line and environment (:class:`~.command.Launch`, :func:`pretty_command`);
 - :mod:`.diagnose`: why a start failed (:class:`ServerError`, :func:`diagnose`, :data:`CAUSES`);
 - :mod:`.load`: load generation and /metrics (:func:`run_load`, :func:`burst`, :func:`queue_sample`,
   :func:`lora_info_samples`, :func:`percentile`);
 - :mod:`.http`: the openai client's transport, recorded shell calls (:func:`shell`, :func:`short_path`).
 
-Finding and stopping processes is :mod:`course_utils.processes`.
+Starting, waiting for, finding and stopping processes (exit and signal hooks included) is
+:mod:`course_utils.processes`; the loopback address and free ports are :mod:`course_utils.loopback`.
 """
 
+from ..loopback import free_port
 from .command import Launch, pretty_command
 from .diagnose import CAUSES, ServerError, diagnose
 from .http import RequestsTransport, shell, short_path
@@ -21,7 +23,6 @@ from .process import (
     PIDFILE_PREFIX,
     Server,
     cleanup_stale,
-    free_port,
     running,
     runtime_dir,
     serve,

@@ -18,18 +18,17 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..loopback import LOOPBACK, LOOPBACK_ENV
 from ..paths import REPO
 from ..profiles import Profile
 
-LOOPBACK = "127.0.0.1"
 # Profile settings meant for the notebook's own LLM(...) engines, never for a server: the in-process
 # engine switch, and the permission to send functions to an engine process (llm.apply_model).
 OFFLINE_ONLY_ENV = ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_ALLOW_INSECURE_SERIALIZATION")
 CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
-# Engine settings of a profile that map to server flags (the LoRA knobs are explicit arguments).
+# Engine settings of a profile that map to server flags (the LoRA knobs are explicit arguments); Lab 07's
+# Ray Serve replicas get the same ones as engine_kwargs (course_utils/scale/driver.py).
 ENGINE_FLAGS = ("dtype", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "seed")
-# Where vLLM's own sockets (engine <-> front end, torch.distributed) bind: loopback, never the host's address.
-LOOPBACK_ENV = {"VLLM_HOST_IP": LOOPBACK, "VLLM_LOOPBACK_IP": LOOPBACK}
 SHOWN_ENV = ("VLLM_ALLOW_RUNTIME_LORA_UPDATING",)  # environment shown in front of the command on the page
 
 

@@ -12,11 +12,12 @@ returned, and sends nothing.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from typing import TYPE_CHECKING
 
+from .. import prometheus
+from ..loopback import is_loopback
 from ..replay import keys
 from ..replay.record import recorded
 
@@ -25,23 +26,18 @@ if TYPE_CHECKING:
 
 
 
-_LORA_INFO = re.compile(r'^vllm:lora_requests_info\{([^}]*)\}\s+(\S+)', re.MULTILINE)
-_LABEL = re.compile(r'(\w+)="([^"]*)"')
-
-
 def lora_info_samples(metrics_text: str) -> list[dict]:
     """The ``vllm:lora_requests_info`` series of a /metrics page: running/waiting adapter sets per label set."""
-    out = []
-    for labels, value in _LORA_INFO.findall(metrics_text):
-        lab = dict(_LABEL.findall(labels))
-        out.append({"running": sorted(a for a in lab.get("running_lora_adapters", "").split(",") if a),
-                    "waiting": sorted(a for a in lab.get("waiting_lora_adapters", "").split(",") if a),
-                    "max_lora": lab.get("max_lora"), "time": float(value)})
-    return out
+    def names(labels: dict, key: str) -> list[str]:
+        return sorted(a for a in labels.get(key, "").split(",") if a)
+
+    return [{"running": names(s.labels, "running_lora_adapters"), "waiting": names(s.labels, "waiting_lora_adapters"),
+             "max_lora": s.labels.get("max_lora"), "time": s.value}
+            for s in prometheus.samples(metrics_text, ["vllm:lora_requests_info"])]
 
 
 def _loopback_only(srv: Server, what: str) -> None:
-    if srv.host not in ("127.0.0.1", "localhost", "::1"):
+    if not (is_loopback(srv.host) or srv.host == "localhost"):
         raise ValueError(f"{what} only targets a server on loopback")
 
 
@@ -131,14 +127,11 @@ def _run_load(srv, models, n_requests, concurrency, max_requests, max_seconds, p
             "seconds": round(time.monotonic() - t0, 2)}
 
 
-_GAUGE = re.compile(r'^(vllm:num_requests_running|vllm:num_requests_waiting)\{[^}]*\}\s+(\S+)', re.MULTILINE)
-
-
 def queue_sample(metrics_text: str) -> dict:
     """Running and waiting request counts from a /metrics page (summed over engines)."""
     out = {"running": 0.0, "waiting": 0.0}
-    for name, value in _GAUGE.findall(metrics_text):
-        out[name.rsplit("_", 1)[1]] += float(value)
+    for s in prometheus.samples(metrics_text, ["vllm:num_requests_running", "vllm:num_requests_waiting"]):
+        out[s.name.rsplit("_", 1)[1]] += s.value
     return out
 
 

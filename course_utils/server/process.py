@@ -12,9 +12,8 @@ generated API key, and waits for ``/health``.
 - Every process of the server is stopped (:mod:`course_utils.processes`: its
   descendants, its process group and every process carrying its
   ``COURSE_PROC_TAG``, reparented ones included) when the ``with`` block ends,
-  on ``srv.stop()``, at interpreter exit (atexit) and on SIGTERM (and SIGINT
-  outside a Jupyter kernel, where Ctrl-C/interrupt must stay a cell
-  interrupt). The previous signal handlers are chained.
+  on ``srv.stop()``, and at interpreter exit or on SIGTERM
+  (:func:`course_utils.processes.stop_at_exit`).
 - Each server writes a pid file under the user's runtime folder. Before a new
   start, servers left by an earlier, dead kernel of this course are stopped,
   after checking that the pid's command line is the one recorded (or, for the
@@ -30,27 +29,21 @@ started a server, each cell's HTTP is recorded and replayed by the lab's session
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from .. import processes
+from ..loopback import free_port, port_free
 from ..paths import REPO
 from ..profiles import Profile
 from ..replay import keys
 from ..replay import session as record
 from ..replay.record import recorded
-from .command import LOOPBACK, Launch
+from .command import Launch
 from .diagnose import log_tail, start_failure
 from .http import openai_client
 
@@ -69,23 +62,6 @@ def runtime_dir() -> Path:
         d = Path.home() / ".cache" / "multi-lora-course" / "run"
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return d
-
-
-def free_port(host: str = LOOPBACK) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def port_free(host: str, port: int) -> bool:
-    """Whether a server could bind ``host:port`` now (with SO_REUSEADDR, as vLLM binds it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-        return True
 
 
 def _write_pidfile(srv: Server) -> Path:
@@ -129,10 +105,8 @@ def cleanup_stale(verbose: bool = True) -> list[int]:
     return stopped
 
 
-# -- shutdown hooks ---------------------------------------------------------------
+# -- this kernel's servers ------------------------------------------------------------
 _live_servers: list[Server] = []
-_hooks_installed = False
-_previous_handlers: dict[int, Any] = {}
 
 
 def running() -> list[Server]:
@@ -141,79 +115,37 @@ def running() -> list[Server]:
 
 
 def stop_all() -> None:
-    for s in list(_live_servers):
-        try:
-            s.stop()
-        except Exception:  # pragma: no cover - best effort at exit
-            pass
-
-
-def _in_jupyter_kernel() -> bool:
-    if "IPython" not in sys.modules:
-        return False
-    try:
-        from IPython import get_ipython
-
-        return getattr(get_ipython(), "kernel", None) is not None
-    except Exception:
-        return False
-
-
-def _on_signal(signum, frame):
-    stop_all()
-    prev = _previous_handlers.get(signum)
-    if callable(prev):
-        prev(signum, frame)
-    elif prev == signal.SIG_DFL or prev is None:
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-
-
-def _install_hooks() -> None:
-    global _hooks_installed
-    if _hooks_installed:
-        return
-    _hooks_installed = True
-    atexit.register(stop_all)
-    if threading.current_thread() is not threading.main_thread():
-        return
-    sigs = [signal.SIGTERM] + ([] if _in_jupyter_kernel() else [signal.SIGINT])
-    for sig in sigs:
-        try:
-            prev = signal.getsignal(sig)
-            if prev is signal.SIG_IGN:
-                continue
-            _previous_handlers[sig] = prev
-            signal.signal(sig, _on_signal)
-        except (ValueError, OSError):  # pragma: no cover
-            pass
+    """Stop every server this kernel started."""
+    for s in running():
+        s.stop()
 
 
 # -- the server ---------------------------------------------------------------------
-def _spawn(argv: list[str], env: dict, label: str) -> tuple[subprocess.Popen, Path]:
-    """Start ``argv`` as the leader of a new session (and process group), its output in a new log file."""
+def _spawn(argv: list[str], env: dict, tag: str, label: str) -> tuple[processes.Started, Path]:
+    """Start ``argv`` (:func:`course_utils.processes.start`), its output in a new log file."""
     fd, log = tempfile.mkstemp(prefix=f"vllm-{label}-", suffix=".log", dir=runtime_dir())
     with os.fdopen(fd, "wb") as logf:  # the server writes to its own copy of the descriptor
-        proc = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True, cwd=str(REPO))
-    return proc, Path(log)
+        started = processes.start(argv, env=env, tag=tag, stdout=logf, cwd=REPO, stop_at_exit=False)
+    return started, Path(log)
+
+
+def _healthy(srv: Server) -> bool:
+    import requests
+
+    try:
+        return requests.get(srv.url("/health"), timeout=2).status_code == 200 and _owns_port(srv)
+    except requests.RequestException:
+        return False
 
 
 def _wait_ready(srv: Server, t0: float) -> None:
     """Until ``srv`` answers /health on its own port; raises :class:`ServerError` if it ends or times out."""
-    import requests
-
-    while (rc := srv.proc.poll()) is None:
-        try:
-            if requests.get(srv.url("/health"), timeout=2).status_code == 200 and _owns_port(srv):
-                return
-        except requests.RequestException:
-            pass
-        if time.monotonic() > t0 + srv.ready_timeout:
-            break
-        time.sleep(0.5)
-    time.sleep(0.2)  # the last lines of the log
-    raise start_failure(srv.label, rc, srv.log_path, srv.ready_timeout)
+    try:
+        processes.wait_until(lambda: _healthy(srv), t0 + srv.ready_timeout - time.monotonic(), interval=0.5,
+                             proc=srv.proc, what=f"server {srv.label!r}")
+    except (TimeoutError, processes.ProcessExited):
+        time.sleep(0.2)  # the last lines of the log
+        raise start_failure(srv.label, srv.proc.poll(), srv.log_path, srv.ready_timeout) from None
 
 
 def _owns_port(srv: Server) -> bool:
@@ -237,8 +169,7 @@ class Server:
         self.launch = self.launch_class(profile, list(lora_modules), extra_env=dict(env or {}), **options)
         self.tag = processes.new_tag()  # in the environment of every process of this server
         self.command = self.launch.argv(self.port or 0)
-        self.proc: subprocess.Popen | None = None
-        self.pid = self.pgid = None
+        self.started: processes.Started | None = None
         self.log_path = self.pidfile = None
         self.ready_seconds: float | None = None
         self.shown_command = ""  # what the page prints: this run's line, or the recorded one in read mode
@@ -256,6 +187,10 @@ class Server:
 
     def server_env(self) -> dict:
         return processes.with_tag(self.launch.env(), self.tag)
+
+    proc = property(lambda self: self.started.proc if self.started else None, doc="The server's subprocess.Popen.")
+    pid = property(lambda self: self.started.pid if self.started else None)
+    pgid = property(lambda self: self.started.pgid if self.started else None, doc="It leads its process group.")
 
     # -- URLs and clients -------------------------------------------------
     base_url = property(lambda self: f"http://{self.host}:{self.port or 0}")
@@ -286,7 +221,6 @@ class Server:
         return self._start_live()
 
     def _start_live(self) -> dict:
-        _install_hooks()
         cleanup_stale(verbose=True)
         if self.port is None or port_free(self.host, self.port):
             # Room on the card? (vLLM's error would not say who holds it.) Only for a free port: vLLM binds its
@@ -298,9 +232,9 @@ class Server:
         self.port = self.port or free_port(self.host)
         self.command = self.launch.argv(self.port)
         t0 = time.monotonic()
-        self.proc, self.log_path = _spawn(self.command, self.server_env(), self.label)
-        self.pid = self.pgid = self.proc.pid  # the server leads its own process group
+        self.started, self.log_path = _spawn(self.command, self.launch.env(), self.tag, self.label)
         _live_servers.append(self)
+        processes.stop_at_exit(self.stop)  # and on SIGTERM: its pid file and log go too
         self.pidfile = _write_pidfile(self)
         try:
             _wait_ready(self, t0)
@@ -312,9 +246,7 @@ class Server:
 
     def processes(self) -> list:
         """The server's running processes (``psutil.Process``), wherever they were reparented."""
-        if self.proc is None:
-            return []
-        return processes.find(self.pid if self.running else None, pgid=self.pgid, tag=self.tag)
+        return self.started.processes() if self.started else []
 
     def sockets(self) -> list:
         """The inet sockets of the server's processes (where they listen and what they talk to)."""
@@ -329,14 +261,10 @@ class Server:
 
     def stop(self) -> None:
         """Stop every process of the server (SIGTERM, then SIGKILL for what is left) and forget it."""
-        if self.replay or self.proc is None:
+        if self.replay or self.started is None:
             return
-        # an unreaped pid is still this server's; once reaped, its group and tag still find the rest
-        processes.stop(self.pid if self.running else None, pgid=self.pgid, tag=self.tag)
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            pass
+        self.started.stop()
+        processes.forget(self.stop)
         if self in _live_servers:
             _live_servers.remove(self)
         if self.pidfile is not None:

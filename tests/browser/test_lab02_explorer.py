@@ -12,15 +12,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
+
+from course_utils import processes
+from course_utils.loopback import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -32,43 +33,37 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disa
         "--disable-component-update", "--disable-sync"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture()
 def lab_server(tmp_path):
     """JupyterLab on 127.0.0.1 in read mode; stopped with every kernel it started."""
-    from course_utils import processes
-
-    port, token, tag = _free_port(), uuid.uuid4().hex, processes.new_tag()
+    port, token = free_port(), uuid.uuid4().hex
     root = tmp_path / "root"                      # a copy: JupyterLab's autosave never touches the committed lab
     (root / "labs").mkdir(parents=True)
     shutil.copy(REPO / "labs" / "02_memory_layout.ipynb", root / "labs")
-    env = processes.with_tag({**os.environ, "COURSE_MODE": "replay", "COURSE_PROFILE": "tiny",
-                              "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-                              "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-                              "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces")}, tag)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "lab.log", "wb"),
-        start_new_session=True)
+    env = {**os.environ, "COURSE_MODE": "replay", "COURSE_PROFILE": "tiny",
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "workspaces")}
+    log = tmp_path / "lab.log"
+    with open(log, "wb") as logf:
+        lab = processes.start(
+            [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
+             *(["--allow-root"] if os.geteuid() == 0 else [])], env=env, cwd=root, stdout=subprocess.DEVNULL,
+            stderr=logf)
+    url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
+            return True
+        except OSError:
+            return False
+
     try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text()[-3000:])
-                time.sleep(0.5)
-        else:
-            pytest.fail("JupyterLab did not answer in 60 s:\n" + (tmp_path / "lab.log").read_text()[-3000:])
+        try:
+            processes.wait_until(answers, 60, interval=0.5, proc=lab.proc, what="JupyterLab")
+        except (TimeoutError, processes.ProcessExited) as e:
+            pytest.fail(f"JupyterLab did not start ({e}):\n" + log.read_text()[-3000:])
         # Start the lab's kernel through the REST API, so that JupyterLab attaches to it instead of
         # asking which kernel to start (its "Select Kernel" dialog).
         req = urllib.request.Request(f"{url}/api/sessions?token={token}", method="POST",
@@ -79,8 +74,8 @@ def lab_server(tmp_path):
         urllib.request.urlopen(req, timeout=60)
         yield url, token
     finally:
-        processes.stop(proc.pid, pgid=proc.pid, tag=tag)
-        assert not processes.find(proc.pid, pgid=proc.pid, tag=tag), "JupyterLab or a kernel is still running"
+        lab.stop()
+        assert not lab.processes(), "JupyterLab or a kernel is still running"
 
 
 def _explorer_output(page):
@@ -97,13 +92,8 @@ def _select(page, label: str, value: str):
 
 
 def _wait_for(page, check, what: str, timeout: float = 60):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        got = check()
-        if got:
-            return got
-        page.wait_for_timeout(250)
-    pytest.fail(f"the explorer never showed {what}")
+    got = processes.wait_until(check, timeout, interval=0.25)
+    return got or pytest.fail(f"the explorer never showed {what}")
 
 
 def test_moving_max_lora_rank_redraws_and_says_when_it_does_not_fit(lab_server):

@@ -9,7 +9,6 @@ and a blank and a wrong submission (the first typical wrong answer of each exerc
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,13 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import grading
-from course_utils.notebooks import cell_source
+from course_utils import grading, notebooks
 from tests import exercise_solutions as sol
 
 REPO = Path(__file__).resolve().parents[2]
 LABS = [lab for lab in sorted((REPO / "labs").glob("[0-9]*.ipynb"))
-        if grading.exercises(json.loads(lab.read_text(encoding="utf-8")))]
+        if grading.exercises(notebooks.read(lab))]
 BIN = Path(sys.executable).parent        # nbgrader runs `alembic` from PATH: this venv's bin first
 
 pytest.importorskip("nbgrader", reason="nbgrader is the instructor extra: pip install -e '.[instructor]'")
@@ -32,14 +30,14 @@ pytest.importorskip("nbgrader", reason="nbgrader is the instructor extra: pip in
 def nbgrader(course: Path, *args: str) -> str:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
            "COURSE_MODE": "replay", "COURSE_PROFILE": "tiny"}
-    out = subprocess.run([str(BIN / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True,
-                         timeout=900)
+    out = subprocess.run([str(BIN / "nbgrader"), *args], check=False, cwd=course, env=env, capture_output=True,
+                         text=True, timeout=900)
     assert out.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
     return out.stdout + out.stderr
 
 
-def code(nb: dict) -> list[str]:
-    return [cell_source(c).rstrip() for c in nb["cells"] if c["cell_type"] == "code"]
+def code(nb) -> list[str]:
+    return [c.source.rstrip() for c in nb.cells if c.cell_type == "code"]
 
 
 @pytest.fixture(scope="module")
@@ -54,15 +52,15 @@ def course(tmp_path_factory):
 def test_release_is_the_committed_lab_and_autograde_scores_it(course, lab):
     name = grading.assignment_name(lab)
     nbgrader(course, "generate_assignment", name, "--force")
-    released = json.loads((course / "release" / name / lab.name).read_text(encoding="utf-8"))
-    committed = json.loads(lab.read_text(encoding="utf-8"))
+    released = notebooks.read(course / "release" / name / lab.name)
+    committed = notebooks.read(lab)
     assert code(released) == code(committed), "the released student version differs from the committed lab"
     assert not any("BEGIN SOLUTION" in s or "HIDDEN TESTS" in s for s in code(released))
 
     wrong = {n: sol.WRONG_SOURCE.get(n, repr(v[0][0])) for n, v in sol.WRONG.items()}
     students = {"reference": sol.REFERENCE_SOURCE, "spellings": sol.OTHER_SPELLINGS_SOURCE, "blank": {}, "wrong": wrong}
     for student, answers in students.items():
-        grading.write_json(course / "submitted" / student / name / lab.name, grading.answered(released, answers))
+        notebooks.write(grading.answered(released, answers), course / "submitted" / student / name / lab.name)
     nbgrader(course, "autograde", name, "--create", "--force")
 
     from nbgrader.api import Gradebook
