@@ -211,6 +211,22 @@ def test_with_block_stops_the_whole_group():
     _nothing_left(s, before)
 
 
+def test_a_cell_run_again_stops_the_server_of_the_same_label_first(capsys):
+    """A lab cell ``main = Server(..., label="lab08"); main.start()`` run twice: the first server does not linger."""
+    before = _children()
+    first = FakeServer(TINY, ready_timeout=20, label="lab08").start()
+    other = FakeServer(TINY, ready_timeout=20, label="other").start()
+    second = FakeServer(TINY, ready_timeout=20, label="lab08").start()
+    try:
+        assert "已经有一个叫 'lab08' 的服务在运行" in capsys.readouterr().out
+        assert not first.running and second.running and other.running
+        assert server.running() == [other, second]
+    finally:
+        second.stop()
+        other.stop()
+    _nothing_left(first, before)
+
+
 def test_failed_start_shows_tail_and_cause_and_leaves_nothing(monkeypatch):
     before = _children()
     monkeypatch.setenv("FAKE_MODE", "rank")

@@ -42,8 +42,8 @@ def localize(obj: Any) -> Any:
     return obj
 
 
-# A checkout's absolute path in front of its data folders, wherever the clone lives.
-_REPO_PATH = re.compile(r"(?:/[^/\"\s\\]+)+?(?=/data/(?:tiny|configs)/)")
+# A checkout's absolute path in front of its data folders (and Lab 08's adapter), wherever the clone lives.
+_REPO_PATH = re.compile(r"(?:/[^/\"\s\\]+)+?(?=/(?:data/(?:tiny|configs)|build/lab08)/)")
 
 
 def portable_body(body) -> str:

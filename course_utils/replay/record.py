@@ -108,3 +108,27 @@ def replayable(fn):
 def measure(name: str, llm, fn):
     """``fn(llm)`` on a live engine (a memory walk, a block count); in read mode, what it returned when recorded."""
     return fn(llm)
+
+
+def as_recorded(name: str, value):
+    """A lab's editable input (the examples a student types, a knob): the value later cells use.
+
+    Live, ``value`` is used (and kept in the recording under ``name`` with ``make record``). In read mode an
+    edited value has no recorded run behind it: the recorded one is returned instead, and the cell says that
+    the change was not recorded and how to run it live, so that the cells after it still show the recorded run.
+    """
+    session = active()
+    if session is None:
+        return value
+    kept = session.fact(f"input:{name}", lambda: value)
+    if session.mode != "replay" or _plain(kept) == _plain(value):
+        return value
+    print(f"阅读模式：{name} 改过了，改过的输入没有录下的运行（not recorded）；下面各格仍显示录制时的 {name}。"
+          f"想用自己的 {name} 真的运行，就在能现场运行的环境里（`make setup` 之后；CPU 上用 tiny 模型）"
+          f"设 COURSE_MODE=live 再运行这一课。")
+    return kept
+
+
+def _plain(value):
+    """``value`` as JSON would keep it (tuples become lists), for comparing with a recorded one."""
+    return json.loads(json.dumps(value))

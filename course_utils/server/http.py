@@ -77,5 +77,5 @@ def shell(command: str, srv: Server, label: str = "shell") -> str:
 def short_path(p: str) -> str:
     """A path for the page: relative to the repository (the same wherever the course is checked out)."""
     p = str(p).replace(str(REPO) + "/", "")
-    m = re.search(r"(?:^|/)(data/tiny/.*)$", p)
+    m = re.search(r"(?:^|/)((?:data/tiny|build/lab08)/.*)$", p)
     return m.group(1) if m else p

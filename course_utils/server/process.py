@@ -222,6 +222,10 @@ class Server:
 
     def _start_live(self) -> dict:
         cleanup_stale(verbose=True)
+        for old in [s for s in _live_servers if s.label == self.label and s is not self]:
+            # the lab's cell runs a second time: the first server would keep its port (and, on a GPU, the card)
+            print(f"这个内核里已经有一个叫 {self.label!r} 的服务在运行（这一格运行过）：先停掉它，再起新的。")
+            old.stop()
         if self.port is None or port_free(self.host, self.port):
             # Room on the card? (vLLM's error would not say who holds it.) Only for a free port: vLLM binds its
             # port before it builds the engine (0.26.0: entrypoints/openai/api_server.py, run_server calls
