@@ -60,11 +60,14 @@ class LabWork:
     skipped_on_gpu: int = 0   # calls in cells that skip on a GPU profile
     host_loads: int = 0       # base loads into host memory (transformers: Lab 05's peft check and merge)
     written_gb: float = 0.0   # GB written to disk (Lab 05's merged copy of the base)
+    train_steps: int = 0      # optimizer steps of adapter training (Lab 08's own adapter)
+    train_loads: int = 0      # base loads for training (one per trained adapter)
 
     def seconds(self, engine_start=ENGINE_START_S, server_extra=SERVER_EXTRA_S, step=STEP_S,
-                host_load=HOST_LOAD_S, write_mb_s=WRITE_MB_S) -> float:
+                host_load=HOST_LOAD_S, write_mb_s=WRITE_MB_S, train_step=TRAIN_STEP_S, train_load=TRAIN_LOAD_S) -> float:
         return (self.engine_starts * engine_start + self.server_starts * (engine_start + server_extra)
-                + self.steps * step + self.host_loads * host_load + self.written_gb * 1000 / write_mb_s)
+                + self.steps * step + self.host_loads * host_load + self.written_gb * 1000 / write_mb_s
+                + self.train_steps * train_step + self.train_loads * train_load)
 
 
 def _base_gb() -> float:
@@ -112,6 +115,9 @@ def lab_work(notebook: Path, recordings: Path = RECORDINGS / "tiny") -> LabWork:
             work.host_loads += HOST_LOADING_CALLS[call["args"]["function"]]
             if call["args"]["function"] in WRITING_CALLS:
                 work.written_gb += round(_base_gb(), 1)
+        elif kind == "call" and call["args"]["function"] == "train_adapter" and "result" in call:
+            work.train_steps += int(call["args"]["kwargs"]["steps"])     # Lab 08 trains on the GPU, in a child
+            work.train_loads += 1
         elif kind == "call" and isinstance(result, dict) and call["args"]["function"] in ("run_load", "burst"):
             kw = call["args"]["kwargs"]
             n = len(result.get("rows") or result.get("requests") or [])
@@ -130,7 +136,7 @@ def table(labs=None, price: float | None = None, **costs):
         s = w.seconds(**costs)
         row = {"lab": w.lab, "engine starts": w.engine_starts, "server starts": w.server_starts,
                "generated tokens": w.tokens, "engine steps": w.steps, "GPU minutes (estimate)": round(s / 60, 1),
-               "host base loads": w.host_loads, "written (GB)": w.written_gb}
+               "host base loads": w.host_loads, "written (GB)": w.written_gb, "train steps": w.train_steps}
         if price is not None:
             row["cost at your price"] = round(s / 3600 * price, 2)
         rows.append(row)
@@ -159,6 +165,18 @@ def setup_table(install=INSTALL_S, download_mb_s=DOWNLOAD_MB_S, train_step=TRAIN
     return pd.DataFrame(rows)
 
 
+LOAD_ADAPTER_S = 2.0    # /v1/load_lora_adapter of a small adapter (tens of MB read from the data disk), estimate
+
+
+def loop_estimate(train_steps: int, answer_tokens: int = 16) -> dict[str, float]:
+    """Lab 08's loop on a 4090 with the 7B base, step by step in seconds: all estimates (the constants above)."""
+    return {"train": TRAIN_LOAD_S + train_steps * TRAIN_STEP_S,      # the child loads the base, then trains
+            "server start": ENGINE_START_S + SERVER_EXTRA_S,
+            "pre-check": 0.0,                       # reads a JSON file and a safetensors header: no GPU work
+            "load_lora_adapter": LOAD_ADAPTER_S,
+            "first answer": answer_tokens * STEP_S}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--price", type=float, help="your price per GPU hour (e.g. CNY on AutoDL's console)")
@@ -176,12 +194,14 @@ def main(argv=None) -> int:
     print(f"(estimates: {a.install:.0f} s to install, {a.download_mb_s:.0f} MB/s, {a.train_step:.1f} s per training "
           f"step, {TRAIN_LOAD_S:.0f} s per base load; none measured on AutoDL)\n")
     print("the labs:")
-    t = table(price=a.price, engine_start=a.engine_start, server_extra=a.server_extra, step=a.step)
+    t = table(price=a.price, engine_start=a.engine_start, server_extra=a.server_extra, step=a.step,
+              train_step=a.train_step)
     print(t.to_string(index=False))
     total = t["GPU minutes (estimate)"].sum()
     print(f"\ntotal: {total:.0f} GPU minutes of the machine's own work (estimate: {a.engine_start:.0f} s per engine "
           f"start, {a.server_extra:.0f} s more per server, {1000 * a.step:.0f} ms per step, {HOST_LOAD_S:.0f} s per "
-          f"base load into host memory, {WRITE_MB_S:.0f} MB/s to disk; none measured on a 4090). "
+          f"base load into host memory, {WRITE_MB_S:.0f} MB/s to disk, {a.train_step:.1f} s per training step and "
+          f"{TRAIN_LOAD_S:.0f} s per base load for training; none measured on a 4090). "
           f"The instance is billed while it is on: add your reading time.")
     cheap = t.sort_values("GPU minutes (estimate)")
     print("cheapest to run live first:", ", ".join(cheap["lab"]))

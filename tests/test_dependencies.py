@@ -43,6 +43,7 @@ PROVIDED_BY = {
     "jupyter-client": ("ipykernel",),
     "pyyaml": ("vcrpy",),                # vcrpy's cassettes are YAML (the self-test reads Lab 04's)
     "numpy": ("pandas",),                # tests only
+    "tqdm": ("huggingface-hub",),        # Lab 08's training progress bar (tqdm.auto: a widget in Jupyter)
 }
 
 # Declared but not imported: what runs them.

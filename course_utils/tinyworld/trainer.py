@@ -240,8 +240,9 @@ def copy_drill_batches(vocab_size: int, first_id: int, batch_size: int, steps: i
         yield ids, labels, torch.ones_like(ids), (labels != -100).float()
 
 
-def _train(model, params, source, steps, lr, label, log_every=50, on_step=None):
-    """``steps`` optimizer steps over the batches ``source`` yields; ``on_step(label, step, model)`` after each."""
+def _train(model, params, source, steps, lr, label, log_every=50, on_step=None, on_loss=None):
+    """``steps`` optimizer steps over the batches ``source`` yields; ``on_step(label, step, model)`` and
+    ``on_loss(step, loss)`` after each."""
     import torch
 
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, betas=(0.9, 0.98))
@@ -267,6 +268,8 @@ def _train(model, params, source, steps, lr, label, log_every=50, on_step=None):
             print(f"[{label}] step {step + 1}/{steps} loss {loss.item():.4f} ({time.time() - t0:.0f} s)", flush=True)
         if on_step:
             on_step(label, step + 1, model)
+        if on_loss:
+            on_loss(step + 1, loss.item())
     model.eval()
     return loss.item()
 
@@ -330,13 +333,13 @@ def _make_portable(out: Path, base_name: str) -> None:
 
 def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, device: str = "cpu",
                   dtype: str = "float32", gradient_checkpointing: bool = False, base_name: str = BASE_NAME,
-                  chat: bool = False, spec: AdapterSpec | None = None, pairs: list | None = None):
+                  chat: bool = False, spec: AdapterSpec | None = None, pairs: list | None = None, on_loss=None):
     """Train one task's LoRA adapter on the base in ``base_dir`` and save it (peft layout) to ``out``.
 
     The same function trains the tiny world's adapters (CPU, float32) and the
     course's Qwen2.5-7B adapters on a GPU (``device="cuda", dtype="bfloat16"``).
     ``chat=True`` formats prompts with the base's own chat template instead of
-    the tiny world's bare ChatML.
+    the tiny world's bare ChatML. ``on_loss(step, loss)`` is called after every step (Lab 08's progress bar).
     """
     import torch
     from peft import LoraConfig, get_peft_model
@@ -359,7 +362,7 @@ def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, dev
     params = [p for p in model.parameters() if p.requires_grad]
     steps = max(1, round(cfg.adapter_steps * spec.steps_factor))
     loss = _train(model, params, batches(encoded, cfg.batch_size, steps, cfg.seed, tok.pad_token_id), steps,
-                  cfg.adapter_lr, task)
+                  cfg.adapter_lr, task, on_loss=on_loss)
     model.save_pretrained(out, safe_serialization=True)
     _make_portable(out, base_name)
     write_base_identity(out, base_dir, base_name)     # which base it was trained on, checked before serving

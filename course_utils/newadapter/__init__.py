@@ -1,0 +1,13 @@
+"""Lab 08: a new task, its adapter trained from the student's examples, checked and served beside the others.
+
+- :mod:`.task`: the task (the archive's date stamp), its held-out set, the checker, the examples' validation;
+- :mod:`.training`: training in a child process (the course's peft trainer), with progress and the loss curve;
+- :mod:`.check`: the pre-check of the new folder (rank against ``--max-lora-rank``, the base's fingerprint).
+"""
+
+from . import task
+from .check import precheck
+from .task import ExampleError
+from .training import OUT, TrainingError, loaded_by, progress_bar, train
+
+__all__ = ["ExampleError", "OUT", "TrainingError", "loaded_by", "precheck", "progress_bar", "task", "train"]
