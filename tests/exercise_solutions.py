@@ -46,6 +46,10 @@ REFERENCE = {
     "05.scaling": 2.0,
     "05.indices": [0, 0, 0, -1, -1, 1, 0, 0],
     "05.merged_disk": 61,
+    "08.base_score": "0%",
+    "08.load_request": {"lora_name": "stamp", "lora_path": "build/lab08/stamp"},
+    "08.harder": {"rank": 16, "steps": 400},
+    "08.rank_too_low": "A",
 }
 
 # Right answers as people write them: every one must be accepted.
@@ -98,6 +102,15 @@ SPELLINGS = {
     "07.most_loads": ["Blind", "round robin", "round-robin", "Round_Robin", "轮询", "policy=blind", " BLIND ",
                       "轮询（blind）", "blind（轮询）", "轮询路由"],
     "07.replicas_per_4090": ["1", "1 个", 1.0, "一个"],
+    "08.base_score": [0, "0", "2%", 0.02, "5 %", "百分之3", 10, "0/50"],
+    "08.load_request": ['{"lora_name": "stamp", "lora_path": "build/lab08/stamp/"}',
+                        {"lora_name": "stamp", "lora_path": "/root/multi-lora-course/build/lab08/stamp"},
+                        {"lora_name": "stamp", "lora_path": "../build/lab08/stamp", "load_inplace": True},
+                        "{'lora_name': 'stamp', 'lora_path': 'build/lab08/stamp'}"],
+    "08.harder": [{"rank": 8, "steps": 400}, {"rank": "16", "steps": "800 步"}, {"Rank": 64, "Steps": 2000},
+                  {"rank": 16, "steps": 400, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]},
+                  '{"rank": 32, "steps": 1000}', "rank=16, steps=400"],
+    "08.rank_too_low": ["a", " A ", "A：加载被拒绝", "被拒绝", "refused", "报错"],
 }
 
 # One other spelling per exercise as Python source, for the nbgrader submission that must score full marks
@@ -121,6 +134,10 @@ OTHER_SPELLINGS_SOURCE = {
     "07.capacity": '"4 个"',
     "07.most_loads": '"round-robin"',
     "07.replicas_per_4090": "1.0",
+    "08.base_score": '"2%"',
+    "08.load_request": repr(SPELLINGS["08.load_request"][0]),
+    "08.harder": '{"rank": "16", "steps": "800 步"}',
+    "08.rank_too_low": '"a"',
 }
 
 # The same references as Python source, for the nbgrader source version of a lab (tests/nbgrader_build.py):
@@ -254,6 +271,19 @@ WRONG = {
     "07.most_loads": [("aware", "Ray 默认优先"), ("hash", "负载不均"), ("all the same", "读不出是哪一种路由"),
                       ("轮询或哈希", "只选一个")],
     "07.replicas_per_4090": [(2, "两份"), (0, "qwen7b 配置"), (3, "向下取整"), (True, "要的是一个整数")],
+    "08.base_score": [("80%", "格式"), (50, "格式"), ("20%", "还是高了"), (150, "不在 0–100%"),
+                      ("很低", "要的是一个百分数")],
+    "08.load_request": [({"name": "stamp", "path": "build/lab08/stamp"}, "lora_name 和 lora_path"),
+                        ({"lora_name": "stamp", "lora_path": "data/tiny/adapters/stamp"}, "build/lab08/stamp"),
+                        ({"lora_name": "json", "lora_path": "build/lab08/stamp"}, "叫 \"stamp\""),
+                        ({"lora_name": "stamp", "lora_path": "build/lab08/stamp/adapter_model.safetensors"}, "指向的是文件"),
+                        ({"lora_name": "stamp"}, "缺 lora_path"),
+                        ({"lora_name": "stamp", "lora_path": "build/lab08/stamp", "rank": 8}, "不是加载端点认识的字段")],
+    "08.harder": [({"rank": 128, "steps": 400}, "超过了服务的 --max-lora-rank"), ({"rank": 4, "steps": 400}, "还低"),
+                  ({"rank": 16, "steps": 300}, "不到"), ({"rank": 16, "steps": 5000}, "上限"),
+                  ({"rank": 16}, "两个键"), ({"rank": 16, "steps": 400, "lr": 1e-3}, "两个键"), ([16, 400], "要的是一个 dict"),
+                  ({"rank": 16.5, "steps": 400}, "不是整数")],
+    "08.rank_too_low": [("B", "不会替你截断"), ("C", "不会悄悄退回基座"), ("A or B", "只选一个"), (1, "要的是一个字符串")],
 }
 
 # Answers of the wrong kind: every exercise gives a hint (in Chinese) and never raises.

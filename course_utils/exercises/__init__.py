@@ -20,7 +20,7 @@ each check with them.
 from __future__ import annotations
 
 from ..answers import AnswerError
-from . import lab01, lab02, lab03, lab04, lab05, lab07
+from . import lab01, lab02, lab03, lab04, lab05, lab07, lab08
 from .common import TOLERANCE, Exercise
 from .lab02 import kv_page_answer, lora_buffer_answer
 from .lab03 import lora_share_answer, steps_answer
@@ -32,7 +32,7 @@ __all__ = ["CHAT_FIELDS", "EXERCISES", "LAB04_STATUS", "LOAD_FIELDS", "TOLERANCE
            "judge", "kv_page_answer", "lora_buffer_answer", "lora_share_answer", "merged_disk_answer",
            "replicas_per_4090_answer", "steps_answer"]
 
-EXERCISES = {e.name: e for lab in (lab01, lab02, lab03, lab04, lab05, lab07) for e in lab.EXERCISES}
+EXERCISES = {e.name: e for lab in (lab01, lab02, lab03, lab04, lab05, lab07, lab08) for e in lab.EXERCISES}
 
 
 def _blank(answer) -> bool:

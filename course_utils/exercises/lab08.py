@@ -1,0 +1,124 @@
+"""Lab 08: the base's score before training, the body that loads the new adapter, rank and steps for a harder
+variant, and what a too-small ``max_lora_rank`` does to the new adapter."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from ..answers import AnswerError, in_percent, json_object, kind, literal, number, show, word
+from .common import Exercise, judge_choice, whole_number
+from .lab04 import LOAD_FIELDS
+
+NAME = "stamp"                      # the lab's adapter, written to build/lab08/stamp
+KNOBS = {"rank": 8, "steps": 200}   # the lab's knobs (labs/08_your_adapter.ipynb, section 3)
+SERVER_MAX_LORA_RANK = 64           # the lab's server: --max-lora-rank 64 (the shelf's json adapter has rank 64)
+BASE_AT_MOST = 10.0                 # percent: a prediction of the base's score at or below this is right
+
+
+def _judge_base_score(answer):
+    n = number(answer)
+    pct = in_percent(n)          # "12%", "12 %" and 12 are all 12 percent
+    if pct is None:
+        return False, f"要的是一个百分数（例如 \"12%\" 或 12），这里是{kind(answer)} {show(answer)}。"
+    if not 0 <= pct <= 100:
+        return False, f"{show(answer)} 不在 0–100% 之间。"
+    if pct <= BASE_AT_MOST:
+        return True, ("对：请求里只说了 \"Archive stamp for <日期>\"，没说归档用哪种写法；基座从没见过这种印戳，"
+                      "要猜中 DD.MM.YYYY、而且每一位都对，基本没有可能。下面的实测分数就是这个数。")
+    if pct >= 50:
+        return False, ("基座看到的只有 \"Archive stamp for 2024-03-07\"：格式（日.月.年、用点分隔、补零）请求里一个字都没写，"
+                       "它从没见过这个任务，没法知道归档要哪一种写法。")
+    return False, (f"{pct:g}% 还是高了：打分要求输出和印戳一字不差（DD.MM.YYYY，补零），"
+                   f"一个没见过这个格式的基座基本上总是说别的。")
+
+
+def _judge_load_request(answer):
+    body = json_object(answer)
+    if "name" in body or "path" in body or "model" in body:
+        return False, "字段名是 lora_name 和 lora_path（name=path 是命令行 --lora-modules 的写法，model 是推理请求的字段）。"
+    extra = [k for k in body if k not in LOAD_FIELDS]
+    if extra:
+        return False, (f"字段 {', '.join(map(repr, extra))} 不是加载端点认识的字段（它认 {', '.join(sorted(LOAD_FIELDS))}）："
+                       f"vLLM 会悄悄丢掉它。")
+    name, path = body.get("lora_name"), body.get("lora_path")
+    if not isinstance(name, str) or not name.strip():
+        return False, f"lora_name 要写 adapter 在服务上的名字，一个字符串（这里是 {show(name)}）。"
+    if name != NAME:
+        return False, f"lora_name 是 {show(name)}；这一课的 adapter 叫 \"{NAME}\"，客户端靠这个名字选它。"
+    if not isinstance(path, str) or not path.strip():
+        return False, "缺 lora_path：服务端要从这个目录读 adapter（训练写到了 build/lab08/stamp）。"
+    p = PurePosixPath(path.strip().rstrip("/"))
+    if p.name.endswith((".safetensors", ".json", ".bin")):
+        return False, f"lora_path 指向的是文件 {p.name}；要写 adapter 所在的目录（里面有 adapter_config.json）。"
+    if p.parts[-3:] != ("build", "lab08", NAME) and p.parts[-2:] != ("lab08", NAME):
+        if p.parts[:2] == ("data", "tiny") or "data" in p.parts:
+            return False, "data/ 里是课程发的 adapter；新 adapter 训练时写到了 build/lab08/stamp。"
+        return False, f"lora_path 是 {show(path)}；训练把 adapter 写到了 build/lab08/{NAME}（相对仓库根目录，或它的绝对路径）。"
+    return True, ("对：POST /v1/load_lora_adapter 带 {\"lora_name\", \"lora_path\"}（还要 Authorization 头）；加载之后 "
+                  f"\"{NAME}\" 就是 /v1/models 里的一个模型，不用重启服务。lora_path 由服务进程去读：相对路径按服务的工作目录算"
+                  "（本课的服务在仓库根目录启动），写绝对路径最稳妥，本课的格子就是这样做的。")
+
+
+def _judge_harder(answer):
+    answer = literal(answer)
+    if isinstance(answer, str):          # "rank=16, steps=400"
+        pairs = re.findall(r"\b(rank|steps)\s*[=:：]\s*([^,，;\s]+)", answer, flags=re.IGNORECASE)
+        answer = {k.lower(): v for k, v in pairs} if len(pairs) == 2 else answer
+    if not isinstance(answer, dict):
+        return False, f"要的是一个 dict：{{\"rank\": ..., \"steps\": ...}}；这里是{kind(answer)}。"
+    keys = {word(k): k for k in answer if isinstance(k, str)}
+    missing = [k for k in ("rank", "steps") if k not in keys]
+    extra = [k for k in answer if not (isinstance(k, str) and word(k) in ("rank", "steps", "targetmodules"))]
+    if missing or extra:
+        return False, f"要的是两个键 \"rank\" 和 \"steps\"（可以另带 \"target_modules\"），这里是 {show(list(answer))}。"
+    rank = whole_number(answer[keys["rank"]], "秩")
+    steps = whole_number(answer[keys["steps"]], "步数")
+    if rank > SERVER_MAX_LORA_RANK:
+        return False, (f"秩 {rank} 超过了服务的 --max-lora-rank {SERVER_MAX_LORA_RANK}：服务端会拒绝加载它"
+                       f"（第 4 节的预检查也会）。")
+    if rank < KNOBS["rank"]:
+        return False, f"秩 {rank} 比本课默认的 {KNOBS['rank']} 还低：任务更难，按规则容量不减。"
+    if steps < 2 * KNOBS["steps"]:
+        return False, f"{steps} 步不到本课默认 {KNOBS['steps']} 步的两倍：要多学 12 个月份的名字，按规则至少 {2 * KNOBS['steps']} 步。"
+    if steps > 10 * KNOBS["steps"]:
+        return False, f"{steps} 步是本课默认的 {steps / KNOBS['steps']:.0f} 倍：超出规则的上限（10 倍），训练时间也跟着翻这么多。"
+    return True, (f"对：秩 {rank} 在 {KNOBS['rank']} 与服务的上限 {SERVER_MAX_LORA_RANK} 之间，{steps} 步在 "
+                  f"{2 * KNOBS['steps']}–{10 * KNOBS['steps']} 之间。这只是一条经验规则：真要知道够不够，训练完在留出集上打分。")
+
+
+_RANK_WORDS = {
+    "refused": ("a", "拒绝", "报错", "失败", "error", "refuse", "reject", "fail", "400", "500"),
+    "truncated": ("b", "截断", "truncat", "低秩", "只用前"),
+    "base": ("c", "基座", "忽略", "ignore", "base", "不生效"),
+}
+
+
+def _rank_choice(answer) -> str | None:
+    w = word(answer)
+    if w is None:
+        return None
+    named = {c for c, words in _RANK_WORDS.items() if (w in words if len(w) == 1 else any(x in w for x in words if len(x) > 1))}
+    return named.pop() if len(named) == 1 else None
+
+
+def _judge_rank_too_low(answer):
+    if not isinstance(answer, str):
+        raise AnswerError(f"要的是一个字符串：\"A\"、\"B\" 或 \"C\"；这里是{kind(answer)} {show(answer)}。")
+    return judge_choice(_rank_choice(answer), "refused", {
+        "refused": ("对：秩超过 max_lora_rank 的 adapter 放不进预留的槽位，加载被拒绝：服务端回一个错误，message 里写着两个秩"
+                    "（vLLM 0.26.0 回的是 500，见 Lab 04 第 4 节）；cu.check_adapter 在发请求之前就能说出来。"
+                    "要服务它，就用不小于它的秩的 max_lora_rank 重启服务。"),
+        "truncated": "vLLM 不会替你截断秩：槽位的形状按 max_lora_rank 预留，放不下的 adapter 直接被拒绝，不会悄悄降秩。",
+        "base": "不会悄悄退回基座：加载这一步就失败了，请求一个没加载成功的名字得到的是 404，不是基座的回答。",
+    }, f"{show(answer)} 读不出选的是哪一项：答 \"A\"、\"B\" 或 \"C\"，只选一个。")
+
+
+EXERCISES = [
+    Exercise("08.base_score", "你的预测：基座在留出集上答对的比例（一个百分数，写 \"12%\" 或 12）", _judge_base_score),
+    Exercise("08.load_request", "一个 dict：POST /v1/load_lora_adapter 的请求体，加载刚训练的 stamp adapter",
+             _judge_load_request),
+    Exercise("08.harder", "一个 dict，两个键：{\"rank\": ..., \"steps\": ...}，按题目里的规则给更难的变体", _judge_harder),
+    Exercise("08.rank_too_low", "\"A\"、\"B\" 或 \"C\"：adapter 的秩高于服务的 --max-lora-rank 时，运行时加载会怎样",
+             _judge_rank_too_low),
+]
