@@ -100,7 +100,7 @@ test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the sa
 # The GPU profiles' way of running, on the tiny world (course_utils/profiles.py, _rehearsal): vLLM's multiprocess
 # engine, apply_model measurements, the GPU env, prefix caching, and the course's own GPU branches (the profile's
 # hardware is "cuda"; a stand-in nvidia-smi on PATH reports an idle RTX 4090 to the free-memory checks). It is
-# `make record` of all seven labs under that profile, into a copy under build/ so that the tree stays clean: every
+# `make record` of all eight labs under that profile, into a copy under build/ so that the tree stays clean: every
 # lab that starts an engine runs top to bottom with its own asserts (outputs are not compared with tiny's), Lab 06
 # quotes the recordings just made, and Lab 07 (CPU only) says so and is skipped, as on a 4090.
 REHEARSAL := build/rehearsal

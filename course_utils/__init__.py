@@ -12,6 +12,7 @@ The labs show the real vLLM code; these helpers do the plumbing. By concern:
 - ``server/``: starting, diagnosing and always stopping a vLLM OpenAI-compatible server, load tests;
 - ``tinyworld/``: the synthetic tasks, the tiny-model trainer, its quality gate, a demo;
 - ``gpu/``: the AutoDL GPU instance: checks, downloads, adapter training;
+- ``newadapter/``: Lab 08's new task, its training in a child process, the pre-check of the new folder;
 - ``selftest``: the self-test's questions, answered from the recordings;
 - ``exercises``: the labs' exercise checks (``cu.exercises.check(name, answer)``).
 """
@@ -20,13 +21,13 @@ from .adapters import AdapterError, check_adapter, read_adapter
 from . import exercises, profiles
 from .banner import vllm_version
 from .lab import start
-from .replay.record import measure, replayable
+from .replay.record import as_recorded, measure, replayable
 from .timing import fmt_seconds, timer
 from .chat import chat_prompt
 from .profiles import Profile, ProfileError, get_profile
 from .replay.session import RecordingError, ReplayMiss
 
-__all__ = ["AdapterError", "Profile", "ProfileError", "RecordingError", "ReplayMiss", "check_adapter",
+__all__ = ["AdapterError", "as_recorded", "Profile", "ProfileError", "RecordingError", "ReplayMiss", "check_adapter",
            "chat_prompt", "exercises", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "replayable", "server", "start", "timer", "vllm_version"]
 
 

