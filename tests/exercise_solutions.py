@@ -278,6 +278,7 @@ WRONG = {
                         ({"lora_name": "json", "lora_path": "build/lab08/stamp"}, "叫 \"stamp\""),
                         ({"lora_name": "stamp", "lora_path": "build/lab08/stamp/adapter_model.safetensors"}, "指向的是文件"),
                         ({"lora_name": "stamp"}, "缺 lora_path"),
+                        ({"lora_name": "stamp", "lora_path": "lab08/stamp"}, "训练把 adapter 写到了 build/lab08"),
                         ({"lora_name": "stamp", "lora_path": "build/lab08/stamp", "rank": 8}, "不是加载端点认识的字段")],
     "08.harder": [({"rank": 128, "steps": 400}, "超过了服务的 --max-lora-rank"), ({"rank": 4, "steps": 400}, "还低"),
                   ({"rank": 16, "steps": 300}, "不到"), ({"rank": 16, "steps": 5000}, "上限"),

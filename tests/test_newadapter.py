@@ -27,6 +27,8 @@ def test_the_stamp_rule_and_the_checker():
     assert task.check("03.07.2024", "2024-03-07").why == "wrong digits (want 07.03.2024)"
     s = task.score(["07.03.2024", "nonsense"], ["2024-03-07", "1999-12-31"])
     assert (s["right"], s["n"], s["share"]) == (1, 2, 0.5) and s["rows"][1]["why"] == "not a DD.MM.YYYY stamp"
+    said = task.score(["The stamp is 07.03.2024.", "no"], ["2024-03-07", "1999-12-31"])
+    assert (said["right"], said["contains"]) == (0, 1)      # a sentence around the stamp is not the stamp
     with pytest.raises(ValueError):
         task.stamp("2023-02-30")
 

@@ -24,8 +24,8 @@ def _judge_base_score(answer):
     if not 0 <= pct <= 100:
         return False, f"{show(answer)} 不在 0–100% 之间。"
     if pct <= BASE_AT_MOST:
-        return True, ("对：请求里只说了 \"Archive stamp for <日期>\"，没说归档用哪种写法；基座从没见过这种印戳，"
-                      "要猜中 DD.MM.YYYY、而且每一位都对，基本没有可能。下面的实测分数就是这个数。")
+        return True, (f"对（预测不超过 {BASE_AT_MOST:g}% 都算对）：请求里只说了 \"Archive stamp for <日期>\"，没说归档用哪种写法；"
+                      "基座从没见过这种印戳，要整个回答恰好是 DD.MM.YYYY、每一位都对，基本没有可能。下面实测。")
     if pct >= 50:
         return False, ("基座看到的只有 \"Archive stamp for 2024-03-07\"：格式（日.月.年、用点分隔、补零）请求里一个字都没写，"
                        "它从没见过这个任务，没法知道归档要哪一种写法。")
@@ -51,7 +51,7 @@ def _judge_load_request(answer):
     p = PurePosixPath(path.strip().rstrip("/"))
     if p.name.endswith((".safetensors", ".json", ".bin")):
         return False, f"lora_path 指向的是文件 {p.name}；要写 adapter 所在的目录（里面有 adapter_config.json）。"
-    if p.parts[-3:] != ("build", "lab08", NAME) and p.parts[-2:] != ("lab08", NAME):
+    if p.parts[-3:] != ("build", "lab08", NAME):
         if p.parts[:2] == ("data", "tiny") or "data" in p.parts:
             return False, "data/ 里是课程发的 adapter；新 adapter 训练时写到了 build/lab08/stamp。"
         return False, f"lora_path 是 {show(path)}；训练把 adapter 写到了 build/lab08/{NAME}（相对仓库根目录，或它的绝对路径）。"

@@ -75,11 +75,11 @@ def check(output: str, iso: str) -> Verdict:
 
 
 def score(outputs: list[str], dates: list[str]) -> dict:
-    """The share of right stamps and each row's verdict."""
-    rows = [{"date": iso, "output": out.strip(), "right": bool(v), "why": v.why}
+    """The share of right stamps, how many outputs hold the stamp somewhere (in a sentence, say), each row's verdict."""
+    rows = [{"date": iso, "output": out.strip(), "right": bool(v), "why": v.why, "contains": stamp(iso) in out}
             for out, iso in zip(outputs, dates, strict=True) for v in [check(out, iso)]]
     return {"right": sum(r["right"] for r in rows), "n": len(rows), "share": sum(r["right"] for r in rows) / len(rows),
-            "rows": rows}
+            "contains": sum(r["contains"] for r in rows), "rows": rows}
 
 
 def _random_date(rng: random.Random) -> str:
