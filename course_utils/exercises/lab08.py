@@ -102,16 +102,21 @@ def _rank_choice(answer) -> str | None:
     return named.pop() if len(named) == 1 else None
 
 
+# What to say to each choice of exercise 4 (vLLM refuses a rank above --max-lora-rank; Lab 04 section 4 shows it).
+RANK_TOO_LOW_SAID = {
+    "refused": ("对：秩超过 max_lora_rank 的 adapter 放不进预留的槽位，加载被拒绝：服务端回一个错误，message 里写着两个秩"
+                "（vLLM 0.26.0 回的是 500，见 Lab 04 第 4 节）；cu.check_adapter 在发请求之前就能说出来。"
+                "要服务它，就用不小于它的秩的 max_lora_rank 重启服务。"),
+    "truncated": "vLLM 不会替你截断秩：槽位的形状按 max_lora_rank 预留，放不下的 adapter 直接被拒绝，不会悄悄降秩。",
+    "base": "不会悄悄退回基座：加载这一步就失败了，请求一个没加载成功的名字得到的是 404，不是基座的回答。",
+}
+
+
 def _judge_rank_too_low(answer):
     if not isinstance(answer, str):
         raise AnswerError(f"要的是一个字符串：\"A\"、\"B\" 或 \"C\"；这里是{kind(answer)} {show(answer)}。")
-    return judge_choice(_rank_choice(answer), "refused", {
-        "refused": ("对：秩超过 max_lora_rank 的 adapter 放不进预留的槽位，加载被拒绝：服务端回一个错误，message 里写着两个秩"
-                    "（vLLM 0.26.0 回的是 500，见 Lab 04 第 4 节）；cu.check_adapter 在发请求之前就能说出来。"
-                    "要服务它，就用不小于它的秩的 max_lora_rank 重启服务。"),
-        "truncated": "vLLM 不会替你截断秩：槽位的形状按 max_lora_rank 预留，放不下的 adapter 直接被拒绝，不会悄悄降秩。",
-        "base": "不会悄悄退回基座：加载这一步就失败了，请求一个没加载成功的名字得到的是 404，不是基座的回答。",
-    }, f"{show(answer)} 读不出选的是哪一项：答 \"A\"、\"B\" 或 \"C\"，只选一个。")
+    unreadable = f"{show(answer)} 读不出选的是哪一项：答 \"A\"、\"B\" 或 \"C\"，只选一个。"
+    return judge_choice(_rank_choice(answer), "refused", RANK_TOO_LOW_SAID, unreadable)
 
 
 EXERCISES = [
