@@ -44,7 +44,7 @@ BRANCHES = {
     ("03", 'if not prof.skips("the rank sweep figure"):'): {"true": f"{LIVE}; {REHEARSED}", "false": TINY_BASE_ONLY},
     ("05", 'if prof.hardware == "cpu":'): {"true": LIVE, "false": REHEARSED, "evidence": "agreement: "},
     ("08", 'if prof.name == "tiny":'): {
-        "true": LIVE, "false": REHEARSED, "evidence": "the 3-minute target is set for the tiny profile"},
+        "true": LIVE, "false": REHEARSED, "evidence": "三分钟的目标是给 tiny 配置定的"},
     ("07", 'prof = cu.start("07_scale_out", cpu_only=('): {
         "live": LIVE, "read mode with the notice": f"{REHEARSED} (the record loop skips it); tests/test_scale.py",
         "evidence": None},
