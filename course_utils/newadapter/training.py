@@ -44,7 +44,8 @@ class TrainingError(RuntimeError):
 
 
 def device_of(prof: Profile) -> tuple[str, str]:
-    """(device, dtype) the child trains with: CUDA in the engine's dtype on a GPU, float32 on CPU."""
+    """(device, dtype) the child trains with: CUDA in bf16 on a GPU (whatever dtype the engine serves in), float32
+    on CPU (the rehearsal too)."""
     if prof.hardware == "cuda" and not prof.rehearsed:
         return "cuda", "bfloat16"     # as the course's Qwen adapters are trained (gpu/train_adapters.py)
     return "cpu", "float32"
