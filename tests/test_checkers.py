@@ -27,9 +27,10 @@ def test_template_answers_are_right_and_generic_replies_are_not(task, split):
             assert not right(task, ex.generic, fields), ex.generic
 
 
+@pytest.mark.parametrize("family", sorted(phrasings.FAMILIES))
 @pytest.mark.parametrize("task", tasks.TASKS)
-def test_reworded_reference_answers_are_right(task):
-    for ex in phrasings.make_reworded(task, 200, seed=3):
+def test_reworded_reference_answers_are_right(task, family):
+    for ex in phrasings.make_reworded(task, 200, seed=3, family=family):
         assert right(task, ex.answer, ex.fields), (ex.prompt, ex.answer, checkers.check(task, ex.answer, ex.fields))
         assert tasks.check(task, ex.answer, ex.fields)  # and in the trained format
 
@@ -197,20 +198,22 @@ def _training_prompt_templates() -> list[str]:
     return out + framed
 
 
+@pytest.mark.parametrize("family", sorted(phrasings.FAMILIES))
 @pytest.mark.parametrize("task", tasks.TASKS)
-def test_no_heldout_phrasing_matches_a_training_prompt(task):
+def test_no_heldout_phrasing_matches_a_training_prompt(task, family):
     train = [ex.prompt for ex in tasks.make_examples(task, 2000, "train")]
-    for template in phrasings.PHRASINGS[task]:
+    for template in phrasings.FAMILIES[family][task]:
         rx = _skeleton_regex(template)
         hits = [p for p in train if rx.fullmatch(p)]
         assert not hits, (template, hits[:3])
-    reworded = {ex.prompt for ex in phrasings.make_reworded(task, 500)}
+    reworded = {ex.prompt for ex in phrasings.make_reworded(task, 500, family=family)}
     assert not reworded & set(train)
 
 
-def test_heldout_phrasings_share_no_four_word_run_with_training_templates():
+@pytest.mark.parametrize("family", sorted(phrasings.FAMILIES))
+def test_heldout_phrasings_share_no_four_word_run_with_training_templates(family):
     train = set().union(*(_literal_ngrams(t) for t in _training_prompt_templates()))
-    for task, templates in phrasings.PHRASINGS.items():
+    for task, templates in phrasings.FAMILIES[family].items():
         for template in templates:
             shared = _literal_ngrams(template) & train
             assert not shared, (task, template, shared)
@@ -218,29 +221,68 @@ def test_heldout_phrasings_share_no_four_word_run_with_training_templates():
                                                              "Clinical note:", "Convert to JSON:"))
 
 
+def test_the_two_families_share_no_template_and_no_four_word_run():
+    one, two = phrasings.FAMILIES[1], phrasings.FAMILIES[2]
+    assert set(one) == set(two) == set(tasks.TASKS)
+    ngrams_one = set().union(*(_literal_ngrams(t) for ts in one.values() for t in ts))
+    for task in tasks.TASKS:
+        assert not set(one[task]) & set(two[task]), task
+        for template in two[task]:
+            shared = _literal_ngrams(template) & ngrams_one
+            assert not shared, (task, template, shared)
+            assert not any(_skeleton_regex(t).fullmatch(template) for t in one[task]), template
+        for template in one[task]:
+            assert not any(_skeleton_regex(t).fullmatch(template) for t in two[task]), template
+    assert not set(phrasings.SUPPORT_PROBLEMS) & set(phrasings.SUPPORT_PROBLEMS_2)
+
+
+@pytest.mark.parametrize("family", sorted(phrasings.FAMILIES))
 @pytest.mark.parametrize("task", tasks.TASKS)
-def test_reworded_requests_use_heldout_entities_and_training_fields(task):
+def test_reworded_requests_use_heldout_entities_and_training_fields(task, family):
     held = {w for kind in tasks.POOLS for w in tasks.pool(kind, "heldout")}
     train_keys = set(tasks.make_examples(task, 1)[0].fields)
-    exs = phrasings.make_reworded(task, 300, seed=1)
+    templates = phrasings.FAMILIES[family][task]
+    exs = phrasings.make_reworded(task, 300, seed=1, family=family)
     used = set()
     for ex in exs:
         assert train_keys <= set(ex.fields)
         entities = [v for k, v in ex.fields.items() if k in ("value", "product", "name", "symptom", "job", "city")]
         assert entities and all(e in held for e in entities), ex.fields
-        used.add(next(t for t in phrasings.PHRASINGS[task] if _skeleton_regex(t).fullmatch(ex.prompt)))
-    assert used == set(phrasings.PHRASINGS[task])  # every phrasing occurs
+        used.add(next(t for t in templates if _skeleton_regex(t).fullmatch(ex.prompt)))
+    assert used == set(templates)  # every phrasing occurs
 
 
-def test_reworded_requests_are_reproducible():
-    a = phrasings.make_reworded("json", 20, seed=4)
-    b = phrasings.make_reworded("json", 20, seed=4)
+@pytest.mark.parametrize("family", sorted(phrasings.FAMILIES))
+def test_reworded_requests_are_reproducible(family):
+    a = phrasings.make_reworded("json", 20, seed=4, family=family)
+    b = phrasings.make_reworded("json", 20, seed=4, family=family)
     assert [(e.prompt, e.fields) for e in a] == [(e.prompt, e.fields) for e in b]
-    assert [e.prompt for e in a] != [e.prompt for e in phrasings.make_reworded("json", 20, seed=5)]
+    assert [e.prompt for e in a] != [e.prompt for e in phrasings.make_reworded("json", 20, seed=5, family=family)]
     with pytest.raises(ValueError, match="poetry"):
-        phrasings.make_reworded("poetry", 1)
+        phrasings.make_reworded("poetry", 1, family=family)
 
 
-def test_json_fields_round_trip():
-    for ex in phrasings.make_reworded("json", 20):
+def test_family_one_is_the_default_and_families_have_their_own_draws():
+    for task in tasks.TASKS:
+        default = phrasings.make_reworded(task, 30, seed=2)
+        assert [(e.prompt, e.fields) for e in default] == [
+            (e.prompt, e.fields) for e in phrasings.make_reworded(task, 30, seed=2, family=1)]
+        assert all(any(_skeleton_regex(t).fullmatch(e.prompt) for t in phrasings.PHRASINGS[task]) for e in default)
+        two = phrasings.make_reworded(task, 30, seed=2, family=2)
+        assert all(any(_skeleton_regex(t).fullmatch(e.prompt) for t in phrasings.PHRASINGS_2[task]) for e in two)
+    with pytest.raises(ValueError, match="family"):
+        phrasings.make_reworded("json", 1, family=3)
+
+
+@pytest.mark.parametrize("family", sorted(phrasings.FAMILIES))
+def test_json_fields_round_trip(family):
+    for ex in phrasings.make_reworded("json", 20, family=family):
         assert json.loads(ex.answer) == {k: ex.fields[k] for k in tasks.JSON_KEYS}
+
+
+def test_reworded_medical_prompts_state_every_fact():
+    for family in phrasings.FAMILIES:
+        for ex in phrasings.make_reworded("medical", 100, seed=6, family=family):
+            assert ex.fields["temp"] in phrasings.MEDICAL_TEMPS
+            for key in ("name", "age", "symptom", "days", "temp"):
+                assert str(ex.fields[key]) in ex.prompt, (key, ex.prompt)
