@@ -17,7 +17,7 @@ NBVAL := --nbval
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
 .PHONY: test-rehearsal
-.PHONY: coverage-gpu bench-scale setup run record test lint test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-sibling tiny-ranks eval demo bench-labs clean
+.PHONY: coverage-gpu bench-scale setup run record test lint test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
@@ -172,6 +172,9 @@ jupyter: $(VENV)/.installed  ## JupyterLab with the live kernel
 tiny-world: $(VENV)/.installed  ## retrain the tiny base model, its four adapters and the sibling-base adapter into data/tiny/
 	$(VENV)/bin/python -m course_utils.tinyworld.trainer
 	$(VENV)/bin/python -m course_utils.tinyworld.quality -n 50
+
+tiny-adapters: $(VENV)/.installed  ## retrain only the four shelf adapters on the shipped base (data/tiny/adapters/), about 13 minutes
+	$(VENV)/bin/python -m course_utils.tinyworld.trainer --only adapters
 
 tiny-sibling: $(VENV)/.installed  ## retrain only data/tiny/foreign/sibling-sql (its sibling base goes to build/), minutes
 	$(VENV)/bin/python -m course_utils.tinyworld.trainer --only sibling

@@ -22,69 +22,56 @@ def quality():
 
 
 TASKS = ["sql", "support", "medical", "json"]
-
-# Issue #14's targets. Met: format, base right, vLLM == HF. Not met by the shipped world (see
-# course_utils/tinyworld/EXPERIMENTS.md for why and what was tried): right on trained phrasings
-# (measured 86/96/76/70%) and on held-out phrasings (16/32/16/6%).
-TARGETS = {"adapter_format": 0.98, "adapter_right": 0.90, "reworded_right": 0.70, "base_right_max": 0.05}
-
-# What the gate asserts for "right", in rows of the 50 per task: the shipped world's measured counts
-# (EXPERIMENTS.md, section 3, v2; the same again on 2026-12-03) less MARGIN_ROWS for another CPU's float
-# rounding (a few greedy tokens may differ), so that a worse world fails. On held-out phrasings at least
-# one right answer, which the bare base never gives (json: 3 measured, so its floor is 1, not 3 - 4).
-ROWS = 50
-MEASURED_RIGHT = {"sql": 43, "support": 48, "medical": 38, "json": 35}        # 86 / 96 / 76 / 70%
-MEASURED_REWORDED_RIGHT = {"sql": 8, "support": 16, "medical": 8, "json": 3}  # 16 / 32 / 16 / 6%
-MARGIN_ROWS = 4
-
-
-def right_rows(share: float) -> int:
-    return round(share * ROWS)
+# A known-worse adapter for a task (its folder under data/tiny): the json recipe at rank 1 (Lab 03's sweep).
+WORSE = ("json", "rank_sweep/json-r1")
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_adapter_produces_its_format(quality, task):
-    """On held-out entities in the trained phrasings."""
-    assert quality[0][task]["adapter_format"] >= TARGETS["adapter_format"]
+def test_the_shipped_world_passes_the_quality_gate(quality, task):
+    """Format on trained phrasings, right on held-out entities in trained and both held-out phrasings
+    (the checkers: SQL run in sqlite, values compared), the bare base silent: quality.gate's floors."""
+    from course_utils.tinyworld import quality as q
+
+    assert q.gate({task: quality[0][task]}) == [], quality[0][task]
 
 
-@pytest.mark.parametrize("task", TASKS)
-def test_adapter_answers_right_on_unseen_entities(quality, task):
-    """Right = the checkers (SQL run in sqlite, values compared), held-out entities."""
-    t = quality[0][task]
-    assert right_rows(t["adapter_right"]) >= MEASURED_RIGHT[task] - MARGIN_ROWS, (t, MEASURED_RIGHT[task])
-    floor = max(MEASURED_REWORDED_RIGHT[task] - MARGIN_ROWS, 1)
-    assert right_rows(t["reworded_right"]) >= floor, (t, MEASURED_REWORDED_RIGHT[task])
+def test_the_gate_fails_a_worse_adapter():
+    """The gate can fail: WORSE serves a known-worse adapter in place of the shipped one, and the gate says so."""
+    from dataclasses import replace
+
+    from course_utils.tinyworld import quality as q
+
+    task, folder = WORSE
+    profile = replace(get_profile("tiny"), adapters={**get_profile("tiny").adapters, task: str(TINY / folder)})
+    table, _ = q.evaluate(profile, n_per_task=q.ROWS, hf=False, only=(task,))
+    misses = q.gate(table)
+    assert misses and all(m.startswith(f"{task}:") for m in misses), (table, misses)
 
 
-@pytest.mark.parametrize("task", TASKS)
-def test_base_does_not(quality, task):
-    assert quality[0][task]["base_format"] <= 0.10
-    assert quality[0][task]["base_right"] <= TARGETS["base_right_max"]
-
-
-def test_report_has_right_next_to_format_on_both_phrasings(quality):
+def test_report_has_right_next_to_format_on_every_phrasing(quality):
     """Each share in the table is that of its own rows (50 a task and kind), and the report prints it in its column."""
     from course_utils.tinyworld import quality as q
 
     table, rows = quality
-    assert {r.phrasing for r in rows} == {"trained", "reworded"}
+    assert {r.phrasing for r in rows} == {"trained", *q.REWORDED}
     text = q.format_table(table)
-    assert "held-out phrasings" in text and "right" in text
+    assert "held-out phrasings 2" in text and "right" in text
     for task in TASKS:
         mine = [r for r in rows if r.task == task]
         kinds = {"adapter": [r for r in mine if r.adapter and r.phrasing == "trained"],
-                 "reworded": [r for r in mine if r.adapter and r.phrasing == "reworded"],
+                 **{label: [r for r in mine if r.adapter and r.phrasing == label] for label in q.REWORDED},
                  "base": [r for r in mine if r.adapter is None]}
-        assert {k: len(v) for k, v in kinds.items()} == dict.fromkeys(kinds, ROWS)
+        assert {k: len(v) for k, v in kinds.items()} == dict.fromkeys(kinds, q.ROWS)
         for kind, group in kinds.items():
-            assert table[task][f"{kind}_format"] == sum(r.passes for r in group) / ROWS, (task, kind)
-            assert table[task][f"{kind}_right"] == sum(r.right for r in group) / ROWS, (task, kind)
+            assert table[task][f"{kind}_format"] == sum(r.passes for r in group) / q.ROWS, (task, kind)
+            assert table[task][f"{kind}_right"] == sum(r.right for r in group) / q.ROWS, (task, kind)
         t = table[task]
-        [line] = [line for line in text.splitlines() if line.split()[:2] == [task, str(ROWS)]]
-        assert line.split() == [task, str(ROWS), q._pct(t["adapter_format"]), q._pct(t["adapter_right"]),
-                                str(ROWS), q._pct(t["reworded_format"]), q._pct(t["reworded_right"]),
-                                q._pct(t["base_format"]), q._pct(t["base_right"]), q._pct(t["vllm_equals_hf"])]
+        [line] = [line for line in text.splitlines() if line.split()[:2] == [task, str(q.ROWS)]]
+        cells = [str(q.ROWS), q._pct(t["adapter_format"]), q._pct(t["adapter_right"])]
+        for label in q.REWORDED:
+            cells += [str(q.ROWS), q._pct(t[f"{label}_format"]), q._pct(t[f"{label}_right"])]
+        assert line.split() == [task, *cells, q._pct(t["base_format"]), q._pct(t["base_right"]),
+                                q._pct(t["vllm_equals_hf"])]
 
 
 def test_vllm_agrees_with_transformers_peft(quality):

@@ -41,7 +41,8 @@ TASKS = tuple(ADAPTERS)
 # Sized for one RTX 4090: the bf16 base takes 15.2 GB; batch 8 of short chat
 # prompts with gradient checkpointing fits in the rest. 300 steps x 8 = 2400
 # examples (each seen at most once).
-GPU_TRAIN = {"adapter_examples": 3000, "adapter_steps": 300, "adapter_lr": 2e-4, "batch_size": 8, "threads": 4}
+GPU_TRAIN = {"adapter_examples": 3000, "adapter_steps": 300, "adapter_lr": 2e-4, "batch_size": 8, "threads": 4,
+             "task_steps_factor": {}}
 
 
 class TrainError(RuntimeError):

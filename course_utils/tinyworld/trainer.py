@@ -12,6 +12,9 @@
    behind terse instructions, and copy practice;
 4. one peft LoRA adapter per task, trained on that base, each with its own
    rank and target modules, saved in the standard peft layout vLLM loads.
+   Half its requests are in the task's sentence shapes, half composed from
+   parts (:mod:`course_utils.tinyworld.grammar`), so that it reads a request
+   in wordings it never saw; ``--only adapters`` rebuilds the four.
    Beside each adapter, ``base_fingerprint.json`` records which base it was
    trained on (:func:`course_utils.adapters.write_base_identity`);
 5. two adapters that do *not* belong to this base, for Lab 01's pitfalls: one
@@ -43,7 +46,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import tasks
+from . import grammar, tasks
 from ..chat import CHATML_TEMPLATE, render
 from ..adapters import write_base_identity
 from ..paths import REPO, TINY
@@ -75,7 +78,8 @@ class TrainConfig:
     seed: int = 1234
     vocab_size: int = 1024
     copy_drill_steps: int = 2000  # steps of random strings written twice before the base's corpus
-    copy_weight: float = 1.0  # loss weight of reply tokens copied from the prompt (the entities)
+    copy_weight: float = 1.0  # the base's loss weight of reply tokens copied from the prompt (the entities)
+    adapter_copy_weight: float = 3.0  # the same for the adapters (EXPERIMENTS.md section 6)
     hidden_size: int = 256
     intermediate_size: int = 512
     num_layers: int = 2  # 2 layers copy sooner than 4 at the same steps, and a step takes half the time
@@ -87,7 +91,11 @@ class TrainConfig:
     base_steps: int = 12000
     base_lr: float = 3e-3
     adapter_examples: int = 6000
+    composed_share: float = 0.5  # of the adapter examples, the share composed by grammar.py (the rest: tasks.py's shapes)
     adapter_steps: int = 600
+    # x the spec's steps_factor, per task, for this world only: the tiny base's medical adapter (five facts
+    # in any order) needs twice the steps (EXPERIMENTS.md section 6); the GPU recipe sets {}.
+    task_steps_factor: dict = field(default_factory=lambda: {"medical": 2.0})
     adapter_lr: float = 5e-3
     batch_size: int = 32
     threads: int = 2
@@ -128,8 +136,13 @@ def base_corpus(cfg: TrainConfig) -> list[tuple[str, str, tuple[str, ...]]]:
 
 
 def adapter_corpus(task: str, cfg: TrainConfig) -> list[tuple[str, str, tuple[str, ...]]]:
-    return [(ex.prompt, ex.answer, _copied(ex, ex.answer, ex.prompt))
-            for ex in tasks.make_examples(task, cfg.adapter_examples, "train", cfg.seed + 1)]
+    """(request, answer) pairs for ``task``'s adapter: the task's sentence shapes (:mod:`.tasks`) and, for
+    ``cfg.composed_share`` of them, requests composed from parts (:mod:`.grammar`), shuffled together."""
+    composed = round(cfg.adapter_examples * cfg.composed_share)
+    exs = (tasks.make_examples(task, cfg.adapter_examples - composed, "train", cfg.seed + 1)
+           + grammar.make_requests(task, composed, "train", cfg.seed + 1))
+    random.Random(f"adapter-{task}-{cfg.seed}").shuffle(exs)
+    return [(ex.prompt, ex.answer, _copied(ex, ex.answer, ex.prompt)) for ex in exs]
 
 
 def train_tokenizer(cfg: TrainConfig):
@@ -358,9 +371,9 @@ def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, dev
                       lora_dropout=0.0, bias="none", task_type="CAUSAL_LM")
     model = get_peft_model(base, lora)
     encoded = encode_pairs(tok, pairs if pairs is not None else adapter_corpus(task, cfg), chat_template=chat,
-                           copy_weight=cfg.copy_weight)
+                           copy_weight=cfg.adapter_copy_weight)
     params = [p for p in model.parameters() if p.requires_grad]
-    steps = max(1, round(cfg.adapter_steps * spec.steps_factor))
+    steps = max(1, round(cfg.adapter_steps * spec.steps_factor * cfg.task_steps_factor.get(task, 1.0)))
     loss = _train(model, params, batches(encoded, cfg.batch_size, steps, cfg.seed, tok.pad_token_id), steps,
                   cfg.adapter_lr, task, on_loss=on_loss)
     model.save_pretrained(out, safe_serialization=True)
@@ -524,10 +537,12 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=TrainConfig.seed)
     ap.add_argument("--base-steps", type=int)
     ap.add_argument("--adapter-steps", type=int)
-    ap.add_argument("--only", choices=["sibling", "ranks", "codebook", "identities", "foreign"],
-                    help="rebuild one piece of an existing world: the sibling-base adapter (about 11 min), the "
-                         "rank sweep (about 15 min), its codebook half (about 5 min), or the base fingerprints "
-                         "recorded beside the adapters (seconds)")
+    ap.add_argument("--only", choices=["adapters", "sibling", "ranks", "json-sweep", "codebook", "identities",
+                                       "foreign"],
+                    help="rebuild one piece of an existing world: the four shelf adapters on its base (about 13 min), "
+                         "the sibling-base adapter (about 11 min), the rank sweep (about 15 min), its json half "
+                         "(about 13 min) or its codebook half (about 5 min), or the base fingerprints recorded "
+                         "beside the adapters (seconds)")
     args = ap.parse_args(argv)
     cfg = TrainConfig(seed=args.seed, **(SMOKE if args.smoke else {}))
     if args.base_steps:
@@ -544,15 +559,19 @@ def main(argv=None):
 def update(out: Path, cfg: TrainConfig, piece: str) -> None:
     """Rebuild one piece of the world in ``out`` and record it in its manifest."""
     entry = {}
-    if piece == "sibling":
+    if piece == "adapters":                 # the shelf: the four task adapters on the world's base
+        entry["adapters"] = {task: train_adapter(cfg, out / "base", task, out / "adapters" / task) for task in ADAPTERS}
+        entry["config"] = asdict(cfg)       # the recipe of the base and its adapters (the base's fields unchanged)
+    elif piece == "sibling":
         entry["sibling"] = make_sibling_adapter(cfg, out / "foreign" / SIBLING_DIR, sibling_base_dir(out), out / "base")
     elif piece == "ranks":
         entry["rank_sweep"] = make_rank_sweep(cfg, out)
     elif piece == "foreign":                # the wide adapter of Lab 01's pitfall 3 (seconds)
         entry["foreign"] = make_foreign_adapter(out / "foreign" / "wide-qwen2-lora")
-    elif piece == "codebook":               # only the codebook half of the rank sweep
+    elif piece in ("codebook", "json-sweep"):   # one half of the rank sweep
+        made = make_codebook_sweep(cfg, out) if piece == "codebook" else make_json_sweep(cfg, out)
         done = json.loads((out / "manifest.json").read_text()).get("rank_sweep", {})
-        entry["rank_sweep"] = {**done, **make_codebook_sweep(cfg, out)}
+        entry["rank_sweep"] = {**done, **made}
     else:                                   # identities: every adapter trained on this world's base
         for folder in [out / "adapters" / task for task in ADAPTERS] + sorted((out / "rank_sweep").glob("*")):
             write_base_identity(folder, out / "base", BASE_NAME)
