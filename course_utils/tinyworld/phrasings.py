@@ -87,12 +87,13 @@ JSON_PHRASINGS = (
     "I need a JSON record. Person: {name}; occupation: {job}; home town: {city}; age: {age}.",
 )
 
-PHRASINGS = {
-    "sql": tuple(p for ps in SQL_PHRASINGS.values() for p in ps),
-    "support": SUPPORT_PHRASINGS,
-    "medical": MEDICAL_PHRASINGS,
-    "json": JSON_PHRASINGS,
-}
+def _by_task(sql: dict, support: tuple, medical: tuple, json_: tuple) -> dict[str, tuple[str, ...]]:
+    """One family's templates per task (sql's (table, column) groups flattened)."""
+    return {"sql": tuple(p for ps in sql.values() for p in ps), "support": support, "medical": medical,
+            "json": json_}
+
+
+PHRASINGS = _by_task(SQL_PHRASINGS, SUPPORT_PHRASINGS, MEDICAL_PHRASINGS, JSON_PHRASINGS)
 
 # ---------------------------------------------------------------------------------------------
 # Family two (written 2026-12-04, independently of family one). Same slots and the same answers;
@@ -172,12 +173,7 @@ JSON_PHRASINGS_2 = (
     "Hey, what would {name}'s info look like in json? job: {job}, {age}, from {city}.",
 )
 
-PHRASINGS_2 = {
-    "sql": tuple(p for ps in SQL_PHRASINGS_2.values() for p in ps),
-    "support": SUPPORT_PHRASINGS_2,
-    "medical": MEDICAL_PHRASINGS_2,
-    "json": JSON_PHRASINGS_2,
-}
+PHRASINGS_2 = _by_task(SQL_PHRASINGS_2, SUPPORT_PHRASINGS_2, MEDICAL_PHRASINGS_2, JSON_PHRASINGS_2)
 
 # family -> task -> templates
 FAMILIES = {1: PHRASINGS, 2: PHRASINGS_2}
