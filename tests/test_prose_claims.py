@@ -397,6 +397,8 @@ def check_rank_sweep(sentence: str) -> str | None:
         problems.append(f"codebook rank 4: {code.get(4)} of 200")
     if "几乎全部记住" in sentence and min(code.get(16, 0), code.get(64, 0)) < 190:
         problems.append(f"codebook ranks 16, 64: {code.get(16)}, {code.get(64)}")
+    if "不到六成" in sentence and max(json_right.values()) >= 0.6 * 24:
+        problems.append(f"json right {json_right} of 24")
     if "差不多好" in sentence and abs(json_right[1] - json_right[64]) > 3:
         problems.append(f"json ranks 1 vs 64: {json_right[1]} vs {json_right[64]}")
     if "秩 1、4 装不下，秩 16 才够" in sentence and not (code.get(4, 0) < 100 <= code.get(16, 0)):
@@ -534,7 +536,7 @@ CHECKED = {
         "去掉它，外推值不到原来的一半": check_extrapolation_halves_without_last_point,
         "7B 的 adapter 有十几倍的张量数": check_7b_adapter_has_more_tensors,
         "和 1.6 MB 的秩 64 答得差不多好": check_rank_sweep,
-        "四个秩都只答对一半上下": check_rank_sweep,
+        "四个秩都不到六成": check_rank_sweep,
         "**codebook 那条截然不同**": check_rank_sweep,
         "引擎步数成倍增加（约为": check_steps_4x_and_2x,
         "第 3 节实测了它比分组算法多花的倍数": check_gather_costs_more_than_grouped,
