@@ -17,7 +17,7 @@ NBVAL := --nbval
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
 .PHONY: test-rehearsal
-.PHONY: coverage-gpu bench-scale setup run record test lint test-unit test-replay test-live test-stale test-browser test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs clean
+.PHONY: coverage-gpu bench-scale setup run record test lint test-unit test-replay test-live test-stale test-browser test-site site test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
@@ -60,7 +60,7 @@ record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qw
 
 # check-vllm-api first: it fetches vLLM 0.26.0's source into build/, which two unit tests read (without it they
 # skip, and -rs says so).
-test: setup lint check-vllm-api test-unit test-stale test-replay test-live test-rehearsal test-browser test-nbgrader  ## everything CI runs
+test: setup lint check-vllm-api test-unit test-stale test-replay test-live test-rehearsal test-browser test-site test-nbgrader  ## everything CI runs
 	@echo "make test: all green"
 
 # ruff's rule set and why: [tool.ruff] in pyproject.toml (bugs, not style; the notebooks are left out).
@@ -159,7 +159,27 @@ ifeq ($(strip $(CHROMIUM)),)
 	@echo "== test-browser: skipped: Chromium is not installed (Debian: apt install chromium)"
 else
 	@$(READ_VENV)/bin/python -c "import playwright" 2>/dev/null || $(READ_VENV)/bin/pip install -q -e '.[browser]'
-	$(call timed,CHROMIUM=$(CHROMIUM) $(READ_VENV)/bin/python -m pytest tests/browser -q -rs)
+	$(call timed,CHROMIUM=$(CHROMIUM) $(READ_VENV)/bin/python -m pytest tests/browser/test_lab02_explorer.py -q -rs)
+endif
+
+# The course site (course_utils/site/): the committed labs with their recorded outputs, the glossary, the overview and
+# the AutoDL page as static HTML in build/site/, by Sphinx + MyST-NB (the `site` extra, in the read-mode venv);
+# nothing is executed. .github/workflows/site.yml publishes it to GitHub Pages.
+$(READ_VENV)/.site: $(READ_VENV)/.installed pyproject.toml
+	$(READ_VENV)/bin/pip install -q -e '.[dev,site]'
+	touch $@
+
+site: $(READ_VENV)/.site  ## the course site in build/site/ (labs with recorded outputs; open build/site/index.html)
+	$(call timed,$(READ_VENV)/bin/python -m course_utils.site --out build/site)
+
+# Built, then every page opened in headless Chromium: internal links, images, no request leaving 127.0.0.1, a CJK
+# font on the Chinese text (fonts-noto-cjk on Debian); screenshots in build/browser/site/.
+test-site: site  ## the site in headless Chromium (skipped, saying so, without Chromium)
+ifeq ($(strip $(CHROMIUM)),)
+	@echo "== test-site: browser check skipped: Chromium is not installed (Debian: apt install chromium fonts-noto-cjk)"
+else
+	@$(READ_VENV)/bin/python -c "import playwright" 2>/dev/null || $(READ_VENV)/bin/pip install -q -e '.[browser]'
+	$(call timed,CHROMIUM=$(CHROMIUM) $(READ_VENV)/bin/python -m pytest tests/browser/test_site.py -q -rs)
 endif
 
 # AutoDL runs as root and exposes port 6006: `make jupyter JUPYTER_OPTS="--port 6006 --ip 127.0.0.1"`.

