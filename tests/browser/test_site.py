@@ -189,3 +189,17 @@ def test_the_chinese_text_is_drawn_with_a_cjk_font(site_url, browser):
                     f"(fontconfig's :lang=zh fonts: {sorted(cjk)[:5]}...)")
     finally:
         page.close()
+
+
+def test_the_search_box_finds_chinese_words(site_url, browser):
+    """Sphinx indexes Chinese words only with jieba (the `site` extra): without it, searching 显存 finds nothing."""
+    page = browser.new_page()
+    try:
+        page.goto(f"{site_url}search.html?q=显存")
+        hits = page.locator("#search-results ul.search li")
+        hits.first.wait_for(timeout=15_000)
+        assert hits.count() >= 3, f"searching 显存 found {hits.count()} pages"
+        assert any("02_memory_layout" in (a or "") for a in
+                   page.eval_on_selector_all("#search-results a", "els => els.map(e => e.getAttribute('href'))"))
+    finally:
+        page.close()
