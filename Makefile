@@ -69,7 +69,7 @@ lint: $(VENV)/.installed  ## ruff check of course_utils, tests, labs/*.py and au
 
 # -rs: each skipped test says why, so a test that never runs here does not pass unseen.
 test-unit: $(VENV)/.installed  ## unit tests, the tiny world's quality gate, the trainer's smoke run
-	$(call timed,$(VENV)/bin/python -m pytest tests -q -rs --durations=8 --ignore=tests/browser --ignore=tests/grading)
+	$(call timed,$(VENV)/bin/python -m pytest tests -q -rs --durations=20 --ignore=tests/browser --ignore=tests/grading)
 
 test-stale: $(READ_VENV)/.installed  ## committed notebooks and recordings must match the code that made them
 	$(call timed,$(READ_VENV)/bin/python -m course_utils.replay.stale --profile $(SHIPPED_PROFILE) --other-profiles $(LABS))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 from nbclient import NotebookClient
@@ -53,7 +54,9 @@ def record(labs: list[Path], profile: str, output_dir: Path | None = None) -> No
         out = Path(output_dir or lab.parent) / lab.name
         rec = recording_path(profile, lab.stem)
         rec.unlink(missing_ok=True)
+        t0 = time.monotonic()
         execute(lab, out, env)
+        print(f"   {lab.stem}: {time.monotonic() - t0:.0f} s", flush=True)
         if not rec.is_file():
             print(f"   skipped: {lab} does not run live on profile {profile} (the lab says why)", flush=True)
             if out != lab:
@@ -78,7 +81,9 @@ def main(argv=None) -> int:
         return 0
     for lab in args.labs:
         print(f"== {lab}", flush=True)
+        t0 = time.monotonic()
         execute(lab, args.output_dir / lab.name)
+        print(f"   {lab.stem}: {time.monotonic() - t0:.0f} s", flush=True)
     return 0
 
 

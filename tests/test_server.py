@@ -351,39 +351,45 @@ def test_live_server_starts_answers_and_leaves_nothing():
 
 @_mark
 def test_live_failed_starts_leave_no_process(tmp_path):
-    """Taken port, missing adapter folder, adapter for another base, server killed during start."""
+    """Taken port, missing adapter folder, adapter for another base, server killed during start.
+
+    The four starts run side by side (each is mostly vLLM's import, one core each): each server's group and tag
+    are checked when its start has failed, and no child of this test is left once all four have."""
+    import concurrent.futures
     import threading
 
     before = _children()
-    causes = {}
 
-    def attempt(key, srv):
+    def attempt(srv):
         with pytest.raises(ServerError) as e:
             srv.start()
-        causes[key] = e.value.cause
-        _nothing_left(srv, before)
+        _group_gone(srv.pgid)
+        assert processes.find(tag=srv.tag) == [], f"a process carrying {srv.label}'s tag survived"
+        return e.value.cause
 
-    # 1. a port that is taken
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen(1)
-        attempt("port", Server(TINY, port=sock.getsockname()[1], label="taken-port", ready_timeout=120))
-    # 2. --lora-modules to a missing folder
-    attempt("missing", Server(TINY, [f"ghost={tmp_path / 'no-such-adapter'}"], label="missing", ready_timeout=120))
-    # 3. an adapter for another base
-    foreign = profiles.TINY / "foreign" / "wide-qwen2-lora"
-    attempt("foreign", Server(TINY, [f"wide={foreign}"], label="foreign", ready_timeout=120))
-    # 4. killed during start (by someone else: here, by this test)
-    s = Server(TINY, label="killed", ready_timeout=120)
+        foreign = profiles.TINY / "foreign" / "wide-qwen2-lora"
+        killed = Server(TINY, label="killed", ready_timeout=120)
 
-    def killer():
-        # until the server has started its helpers (engine, resource tracker)
-        processes.wait_until(lambda: len(s.processes()) >= 2, 100, interval=0.2)
-        time.sleep(1)
-        os.kill(s.pid, signal.SIGKILL)   # they are reparented to init: the tag and the group still find them
+        def killer():
+            # until the server has started its helpers (engine, resource tracker)
+            processes.wait_until(lambda: len(killed.processes()) >= 2, 100, interval=0.2)
+            time.sleep(1)
+            os.kill(killed.pid, signal.SIGKILL)   # they are reparented to init: the tag and the group still find them
 
-    threading.Thread(target=killer, daemon=True).start()
-    attempt("killed", s)
+        servers = {
+            "port": Server(TINY, port=sock.getsockname()[1], label="taken-port", ready_timeout=120),  # a taken port
+            "missing": Server(TINY, [f"ghost={tmp_path / 'no-such-adapter'}"], label="missing", ready_timeout=120),
+            "foreign": Server(TINY, [f"wide={foreign}"], label="foreign", ready_timeout=120),  # another base's
+            "killed": killed,                     # killed during start (by someone else: here, by this test)
+        }
+        threading.Thread(target=killer, daemon=True).start()
+        with concurrent.futures.ThreadPoolExecutor(len(servers)) as pool:
+            jobs = {key: pool.submit(attempt, srv) for key, srv in servers.items()}
+            causes = {key: job.result() for key, job in jobs.items()}
+    _no_children_left(before)
     print(causes)
     assert "port in use" in causes["port"]
     assert "bad adapter path" in causes["missing"]
