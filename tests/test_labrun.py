@@ -63,3 +63,40 @@ def test_record_stamps_what_a_lab_recorded_and_skips_a_lab_that_recorded_nothing
     assert prov == {"mode": "live", "record": "1", "code_hash": stale.lab_code_hash(out),
                     "outputs_hash": stale.outputs_hash(out)}
     assert stale.problems(out, "tiny") == []
+
+
+WRITES = """\
+import os, pathlib, time
+time.sleep({sleep})
+p = pathlib.Path(os.environ["COURSE_RECORDINGS_DIR"]) / os.environ["COURSE_PROFILE"] / "{name}.json"
+p.parent.mkdir(parents=True, exist_ok=True)
+p.write_text('{{"provenance": {{}}}}')"""
+QUOTES = """\
+import os, pathlib
+d = pathlib.Path(os.environ["COURSE_RECORDINGS_DIR"]) / os.environ["COURSE_PROFILE"]
+assert (d / "a.json").is_file() and (d / "b.json").is_file(), "a lab that quotes the others ran before them"
+(d / "06_self_test.json").write_text('{"provenance": {}}')"""
+
+
+def test_record_with_jobs_runs_labs_side_by_side_and_the_quoting_lab_last(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_RECORDINGS_DIR", str(tmp_path / "recordings"))
+    labs = [notebook(tmp_path / "labs" / "06_self_test.ipynb", QUOTES),      # first in the list, run last
+            notebook(tmp_path / "labs" / "a.ipynb", WRITES.format(sleep=2, name="a")),
+            notebook(tmp_path / "labs" / "b.ipynb", WRITES.format(sleep=2, name="b"))]
+    assert labrun.main(["record", "--profile", "tiny", "--jobs", "2", "--output-dir", str(tmp_path / "out"),
+                        *map(str, labs)]) == 0
+    said = capsys.readouterr().out
+    assert "(2 running)" in said                                             # a and b side by side
+    assert said.index("== started 06_self_test") > max(said.index("   a: "), said.index("   b: "))
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["06_self_test.ipynb", "a.ipynb", "b.ipynb"]
+
+
+def test_record_with_jobs_stops_the_others_when_a_lab_fails(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_RECORDINGS_DIR", str(tmp_path / "recordings"))
+    labs = [notebook(tmp_path / "labs" / "bad.ipynb", "raise ValueError('planted')"),
+            notebook(tmp_path / "labs" / "slow.ipynb", WRITES.format(sleep=120, name="slow"))]
+    with pytest.raises(SystemExit, match=r"recording .*bad.ipynb failed \(exit 1\): stopping the 1 lab"):
+        labrun.main(["record", "--profile", "tiny", "--jobs", "2", "--output-dir", str(tmp_path / "out"),
+                     *map(str, labs)])
+    assert "planted" in capsys.readouterr().out
+    assert not (tmp_path / "out" / "slow.ipynb").exists()

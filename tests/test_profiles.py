@@ -107,9 +107,13 @@ def test_the_rehearsal_profile_runs_the_tiny_world_the_gpu_profiles_way():
 def test_demonstrations_for_the_tiny_base_say_plainly_when_they_skip(capsys):
     from course_utils.profiles import PROFILES
 
-    for name in ("tiny", "rehearsal"):
-        assert PROFILES[name]().tiny_world and not PROFILES[name]().skips("the rank sweep")
+    tiny = PROFILES["tiny"]()
+    assert tiny.tiny_world and not tiny.skips("the rank sweep")
     assert capsys.readouterr().out == ""
+    reh = PROFILES["rehearsal"]()          # the tiny base, but the GPU profiles' side: test-live runs the step
+    assert reh.tiny_world and reh.skips("the rank sweep")
+    said = capsys.readouterr().out
+    assert "rehearsal 配置跳过这一步（the rank sweep），和 GPU 配置一样" in said and "make test-live" in said
     qwen = PROFILES["qwen7b"]()
     assert not qwen.tiny_world and qwen.skips("the rank sweep")
     said = capsys.readouterr().out
