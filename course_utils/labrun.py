@@ -82,37 +82,41 @@ def record(labs: list[Path], profile: str, output_dir: Path | None = None) -> No
 def record_parallel(labs: list[Path], profile: str, output_dir: Path | None, jobs: int) -> None:
     """:func:`record` of each lab in a child process, ``jobs`` at a time; labs in QUOTES_OTHER_LABS last."""
     labs = [Path(lab) for lab in labs]
-    first = [lab for lab in labs if lab.stem not in QUOTES_OTHER_LABS]
-    waves = [first, [lab for lab in labs if lab.stem in QUOTES_OTHER_LABS]]
     out_args = ["--output-dir", str(output_dir)] if output_dir else []
-    for wave in waves:
-        queue, running = list(wave), {}
+    for wave in ([lab for lab in labs if lab.stem not in QUOTES_OTHER_LABS],
+                 [lab for lab in labs if lab.stem in QUOTES_OTHER_LABS]):
+        running = {}
         try:
-            while queue or running:
-                while queue and len(running) < jobs:
-                    lab = queue.pop(0)
-                    log = tempfile.TemporaryFile(mode="w+")
-                    running[lab] = (processes.start([sys.executable, "-m", "course_utils.labrun", "record",
-                                                     "--profile", profile, *out_args, str(lab)],
-                                                    stdout=log, text=True, die_with_parent=True), log)
-                    print(f"== started {lab.stem} ({len(running)} running)", flush=True)
-                for lab, (child, log) in list(running.items()):
-                    if child.running:
-                        continue
-                    del running[lab]
-                    log.seek(0)
-                    sys.stdout.write(log.read())
-                    sys.stdout.flush()
-                    log.close()
-                    processes.forget(child.stop)
-                    if child.proc.returncode != 0:
-                        raise SystemExit(f"recording {lab} failed (exit {child.proc.returncode}): "
-                                         f"stopping the {len(running)} lab(s) still running")
-                time.sleep(0.5)
+            for lab in wave:
+                if len(running) == jobs:
+                    _collect(running)
+                log = tempfile.TemporaryFile(mode="w+")
+                running[lab] = (processes.start([sys.executable, "-m", "course_utils.labrun", "record",
+                                                 "--profile", profile, *out_args, str(lab)],
+                                                stdout=log, text=True, die_with_parent=True), log)
+                print(f"== started {lab.stem} ({len(running)} running)", flush=True)
+            while running:
+                _collect(running)
         finally:
             for child, log in running.values():
                 child.stop()
                 log.close()
+
+
+def _collect(running: dict) -> None:
+    """Wait for one of the ``running`` children to end, print its output, and fail if it failed."""
+    ended = processes.wait_until(lambda: [lab for lab, (child, _) in running.items() if not child.running],
+                                 float("inf"), interval=0.5)
+    for lab in ended:
+        child, log = running.pop(lab)
+        log.seek(0)
+        sys.stdout.write(log.read())
+        sys.stdout.flush()
+        log.close()
+        processes.forget(child.stop)
+        if child.proc.returncode != 0:
+            raise SystemExit(f"recording {lab} failed (exit {child.proc.returncode}): "
+                             f"stopping the {len(running)} lab(s) still running")
 
 
 def main(argv=None) -> int:
