@@ -11,19 +11,22 @@ PIP_OPTS ?=
 EXTRA ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo gpu || echo cpu)
 LABS := $(sort $(wildcard labs/[0-9]*.ipynb))
 comma := ,
-# test-unit (pytest-xdist) and test-rehearsal (labrun --jobs) run this many tests or labs side by side: most of
-# their time is one core importing vLLM or spawning an engine process, so two fill this 2-core machine. Not
-# test-live: its in-process engines compute on both cores, and two labs at once took 1,101 s against 663 s one
-# after the other (README, "make test's time").
+# test-unit and test-live (pytest-xdist) and test-rehearsal (labrun --jobs) run this many tests or labs side by
+# side: most of their time is one core importing vLLM, spawning an engine process or running a tiny model, so two
+# fill this 2-core machine. Each with one OpenMP thread (TEST_ENV): with torch's default of one thread per core,
+# two processes' OpenMP threads spin-wait on the same cores; Labs 01, 02 and 05 live took 87 s two at a time with
+# the default (162 s of CPU), 59 s with one thread each (96 s of CPU), 83 s one after the other (README, "make
+# test's time"). The outputs nbval compares are the same either way. `make record` and the labs keep the default.
 TEST_JOBS ?= 2
 XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)),-n $(TEST_JOBS) $(1))
+TEST_ENV = $(if $(filter-out 0 1,$(TEST_JOBS)),OMP_NUM_THREADS=1 VLLM_CPU_OMP_THREADS_BIND=nobind)
 # nbval's sanitizer, kernel and timeout come from conftest.py, so a plain `pytest --nbval labs/` does the same.
 NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
 .PHONY: test-rehearsal
-.PHONY: coverage-gpu bench-scale setup run record test lint test-unit test-replay test-live test-stale test-browser test-site site test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs clean
+.PHONY: coverage-gpu bench-scale setup run record test test-read lint test-unit test-replay test-live test-stale test-browser test-site site test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
@@ -68,8 +71,21 @@ record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qw
 
 # check-vllm-api first: it fetches vLLM 0.26.0's source into build/, which two unit tests read (without it they
 # skip, and -rs says so).
-test: setup lint check-vllm-api test-unit test-stale test-replay test-live test-rehearsal test-browser test-site test-nbgrader  ## everything CI runs
+# Four steps; within a step `make` runs its targets side by side, each target's output printed whole when it ends
+# (--output-sync). The two venvs are built together. test-live computes on about 1.3 cores, so the read-mode suites
+# (no vLLM, no torch) run beside it. test-browser starts JupyterLab with a course tag, so it waits for test-live's
+# leftover check (which stops every tagged process it finds).
+SIDE_BY_SIDE = $(MAKE) --no-print-directory -j2 --output-sync=target
+test:  ## everything CI runs
+	@$(SIDE_BY_SIDE) setup
+	@$(MAKE) --no-print-directory lint check-vllm-api test-unit test-stale
+	@$(SIDE_BY_SIDE) test-live test-read
+	@$(MAKE) --no-print-directory test-rehearsal test-browser
 	@echo "make test: all green"
+
+# The read-mode suites one after another (they share the read-mode venv, which test-site and test-nbgrader extend).
+test-read:
+	@$(MAKE) --no-print-directory -j1 test-replay test-site test-nbgrader
 
 # ruff's rule set and why: [tool.ruff] in pyproject.toml (bugs, not style; the notebooks are left out).
 lint: $(VENV)/.installed  ## ruff check of course_utils, tests, labs/*.py and autodl/*.py
@@ -77,7 +93,7 @@ lint: $(VENV)/.installed  ## ruff check of course_utils, tests, labs/*.py and au
 
 # -rs: each skipped test says why, so a test that never runs here does not pass unseen.
 test-unit: $(VENV)/.installed  ## unit tests, the tiny world's quality gate, the trainer's smoke run
-	$(call timed,$(VENV)/bin/python -m pytest tests -q -rs --durations=20 $(call XDIST,--dist worksteal) --ignore=tests/browser --ignore=tests/grading)
+	$(call timed,$(TEST_ENV) $(VENV)/bin/python -m pytest tests -q -rs --durations=20 $(call XDIST,--dist worksteal) --ignore=tests/browser --ignore=tests/grading)
 
 test-stale: $(READ_VENV)/.installed  ## committed notebooks and recordings must match the code that made them
 	$(call timed,$(READ_VENV)/bin/python -m course_utils.replay.stale --profile $(SHIPPED_PROFILE) --other-profiles $(LABS))
@@ -101,8 +117,12 @@ test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval
 # entry point), Ray process and store carries a COURSE_PROC_TAG, which `processes leftovers` looks for (a zombie
 # has ended: its parent has not collected its exit status yet, which init does for Ray's reparented workers).
 LEFTOVERS = $(VENV)/bin/python -m course_utils.processes leftovers --stop
+# Two at a time, the longest labs first (README, per-lab times), so that the two workers end together.
+LIVE_FIRST := $(addprefix labs/,07_scale_out.ipynb 04_server_lab.ipynb 08_your_adapter.ipynb 03_rank_and_max_loras.ipynb)
+LIVE_ORDER = $(foreach l,$(LIVE_FIRST),$(filter $(l),$(LABS))) $(filter-out $(LIVE_FIRST),$(LABS))
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
-	$(call timed,COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) $(LABS) \
+	$(call timed,$(TEST_ENV) COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) \
+	  $(call XDIST,--dist loadfile --no-loadscope-reorder) $(LIVE_ORDER) \
 	  && $(LEFTOVERS) --what "the labs (live)")
 
 # The GPU profiles' way of running, on the tiny world (course_utils/profiles.py, _rehearsal): vLLM's multiprocess
@@ -114,7 +134,7 @@ test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the sa
 REHEARSAL := build/rehearsal
 test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/rehearsal (the GPU code path, on CPU)
 	@rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/labs $(REHEARSAL)/recordings && cp -r data/recordings/tiny $(REHEARSAL)/recordings/
-	$(call timed,PATH="$(CURDIR)/tests/fakes:$$PATH" COURSE_RECORDINGS_DIR="$(CURDIR)/$(REHEARSAL)/recordings" \
+	$(call timed,$(TEST_ENV) PATH="$(CURDIR)/tests/fakes:$$PATH" COURSE_RECORDINGS_DIR="$(CURDIR)/$(REHEARSAL)/recordings" \
 	  $(MAKE) --no-print-directory record PROFILE=rehearsal RECORD_DIR=$(REHEARSAL)/labs EXTRA=$(EXTRA) JOBS=$(TEST_JOBS) \
 	  && $(LEFTOVERS) --what "the rehearsal" \
 	  && COURSE_CHECK_REHEARSAL=1 $(VENV)/bin/python -m pytest -q -rs tests/test_lab_branches.py)

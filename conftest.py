@@ -9,8 +9,15 @@
   hardware lines), the kernel of the running environment
   (``--nbval-current-env``) and a per-cell timeout are set here unless given on
   the command line, from whatever folder pytest is started in.
+- nbval's kernels talk to pytest over Unix sockets (ZMQ's ipc transport), as
+  course_utils/labrun.py's do: with TCP, a port picked for one kernel can be
+  taken before it binds when several notebooks start at once (`make test` runs
+  test-live two at a time beside test-replay).
 """
 
+import atexit
+import shutil
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -26,6 +33,24 @@ def pytest_configure(config):
         opt.nbval_current_env = True
     if opt.nbval_cell_timeout == 2000:  # nbval's default
         opt.nbval_cell_timeout = 900
+    _kernels_over_unix_sockets()
+
+
+def _kernels_over_unix_sockets():
+    import nbval.kernel
+
+    if getattr(nbval.kernel.KernelManager, "course_ipc", False):
+        return
+    sockets = tempfile.mkdtemp(prefix="nbval-")
+    atexit.register(shutil.rmtree, sockets, True)
+
+    class IpcKernelManager(nbval.kernel.KernelManager):
+        course_ipc = True
+
+        def __init__(self, **kwargs):
+            super().__init__(transport="ipc", ip=str(Path(sockets) / "kernel"), **kwargs)
+
+    nbval.kernel.KernelManager = IpcKernelManager
 
 
 def pytest_collectstart(collector):
