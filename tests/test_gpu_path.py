@@ -143,3 +143,16 @@ def test_make_jupyter_as_root_with_custom_options_starts():
 def test_the_stand_in_nvidia_smi_is_not_on_the_machines_path():
     # make's EXTRA (cpu or gpu extra) asks `nvidia-smi -L`; the stand-in must only ever be put on PATH on purpose
     assert shutil.which("nvidia-smi") is None or Path(shutil.which("nvidia-smi")).parent != FAKES
+
+
+def test_make_takes_the_stand_in_nvidia_smi_for_no_gpu(tmp_path):
+    # With tests/fakes first on PATH (as in the rehearsal), `make` still picks the CPU extra on this machine; a real
+    # nvidia-smi that answers `-L` would pick the GPU extra (the same command with the stand-in's answer, renamed).
+    def extra(path: str) -> str:
+        out = subprocess.run(["make", "-n", "-W", "pyproject.toml", ".venv/.installed"], cwd=REPO, text=True,
+                             capture_output=True, env={**os.environ, "PATH": path}, check=True).stdout
+        return "gpu" if "'.[gpu," in out else "cpu" if "'.[cpu," in out else out
+    assert extra(f"{FAKES}{os.pathsep}{os.environ['PATH']}") == "cpu"
+    # the same answer from anywhere else is taken for a GPU
+    shutil.copy(FAKES / "nvidia-smi", tmp_path / "nvidia-smi")
+    assert extra(f"{tmp_path}{os.pathsep}{os.environ['PATH']}") == "gpu"
