@@ -34,6 +34,13 @@ timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
+# After each install into a venv: jsonschema imports rfc3987_syntax where it is installed (jupyter-events asks for it
+# through jsonschema[format-nongpl]), and that module builds a Lark grammar at import, 1.8 s of CPU in every process
+# that imports jsonschema: each vLLM process (vLLM imports Ray, Ray imports jsonschema), each process that reads a
+# notebook (nbformat). Without it jsonschema leaves the IRI formats unchecked; nothing the course runs uses them.
+# One multiprocess engine start (three processes) took 41.5 s of CPU with it, 35.3 s without (README, "make test's time").
+SLIM = $(1)/bin/pip uninstall -y -q rfc3987-syntax
+
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
@@ -43,6 +50,7 @@ ifeq ($(EXTRA),cpu)
 	@# torch+cpu ("operator torchvision::nms does not exist"); vLLM's text paths do not need them.
 	$(VENV)/bin/pip uninstall -y torchvision torchaudio torchcodec
 endif
+	$(call SLIM,$(VENV))
 	$(VENV)/bin/python -m ipykernel install --user --name multi-lora-course --display-name "Multi-LoRA course"
 	touch $@
 
@@ -51,6 +59,7 @@ $(READ_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(READ_VENV)
 	$(READ_VENV)/bin/pip install -q --upgrade pip
 	$(READ_VENV)/bin/pip install -q -e '.[dev]'
+	$(call SLIM,$(READ_VENV))
 	touch $@
 
 # Labs are executed by course_utils/labrun.py (a fresh kernel each, in labs/; nbconvert's notebook format).
@@ -122,8 +131,9 @@ test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval
 # has ended: its parent has not collected its exit status yet, which init does for Ray's reparented workers).
 LEFTOVERS = $(VENV)/bin/python -m course_utils.processes leftovers --stop
 # Two at a time, the longest labs first (README, per-lab times), so that the two workers end together.
-LIVE_FIRST := $(addprefix labs/,07_scale_out.ipynb 04_server_lab.ipynb 08_your_adapter.ipynb 03_rank_and_max_loras.ipynb)
-LIVE_ORDER = $(foreach l,$(LIVE_FIRST),$(filter $(l),$(LABS))) $(filter-out $(LIVE_FIRST),$(LABS))
+# $(call first,LAB ...): $(LABS) with those labs first, in that order.
+first = $(foreach l,$(addprefix labs/,$(1)),$(filter $(l),$(LABS))) $(filter-out $(addprefix labs/,$(1)),$(LABS))
+LIVE_ORDER = $(call first,07_scale_out.ipynb 04_server_lab.ipynb 08_your_adapter.ipynb 03_rank_and_max_loras.ipynb)
 test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the same committed outputs
 	$(call timed,$(TEST_ENV) COURSE_MODE=live COURSE_PROFILE=tiny $(VENV)/bin/python -m pytest $(NBVAL) \
 	  $(call XDIST,--dist loadfile --no-loadscope-reorder) $(LIVE_ORDER) \
@@ -136,10 +146,14 @@ test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the sa
 # lab that starts an engine runs top to bottom with its own asserts (outputs are not compared with tiny's), Lab 06
 # quotes the recordings just made, and Lab 07 (CPU only) says so and is skipped, as on a 4090.
 REHEARSAL := build/rehearsal
+# Two at a time, the longest first (their rehearsal times: 03 343 s, 08 180, 04 141, 02 110, 01 82, 05 81), so that
+# Lab 03 does not start after the short ones; Lab 06 runs last whatever the order (it quotes the others).
+REHEARSAL_ORDER = $(call first,03_rank_and_max_loras.ipynb 08_your_adapter.ipynb 04_server_lab.ipynb 02_memory_layout.ipynb)
 test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/rehearsal (the GPU code path, on CPU)
 	@rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/labs $(REHEARSAL)/recordings && cp -r data/recordings/tiny $(REHEARSAL)/recordings/
 	$(call timed,$(TEST_ENV) PATH="$(CURDIR)/tests/fakes:$$PATH" COURSE_RECORDINGS_DIR="$(CURDIR)/$(REHEARSAL)/recordings" \
 	  $(MAKE) --no-print-directory record PROFILE=rehearsal RECORD_DIR=$(REHEARSAL)/labs EXTRA=$(EXTRA) JOBS=$(TEST_JOBS) \
+	    LABS="$(REHEARSAL_ORDER)" \
 	  && $(LEFTOVERS) --what "the rehearsal" \
 	  && COURSE_CHECK_REHEARSAL=1 $(VENV)/bin/python -m pytest -q -rs tests/test_lab_branches.py)
 
@@ -175,6 +189,7 @@ check-vllm-api: $(READ_VENV)/.installed  ## every vLLM name the labs and course_
 # Instructors grade the exercises with nbgrader (the `instructor` extra, installed into the read-mode venv).
 $(READ_VENV)/.instructor: $(READ_VENV)/.installed pyproject.toml
 	$(READ_VENV)/bin/pip install -q -e '.[dev,instructor]'
+	$(call SLIM,$(READ_VENV))
 	touch $@
 
 test-nbgrader: $(READ_VENV)/.instructor  ## nbgrader releases every lab with exercises and autogrades references, blanks, wrong answers
@@ -190,7 +205,7 @@ test-browser: $(READ_VENV)/.installed  ## Lab 02's explorer in headless Chromium
 ifeq ($(strip $(CHROMIUM)),)
 	@echo "== test-browser: skipped: Chromium is not installed (Debian: apt install chromium)"
 else
-	@$(READ_VENV)/bin/python -c "import playwright" 2>/dev/null || $(READ_VENV)/bin/pip install -q -e '.[browser]'
+	@$(READ_VENV)/bin/python -c "import playwright" 2>/dev/null || { $(READ_VENV)/bin/pip install -q -e '.[browser]' && $(call SLIM,$(READ_VENV)); }
 	$(call timed,CHROMIUM=$(CHROMIUM) $(READ_VENV)/bin/python -m pytest tests/browser/test_lab02_explorer.py -q -rs)
 endif
 
@@ -199,6 +214,7 @@ endif
 # nothing is executed. .github/workflows/site.yml publishes it to GitHub Pages.
 $(READ_VENV)/.site: $(READ_VENV)/.installed pyproject.toml
 	$(READ_VENV)/bin/pip install -q -e '.[dev,site]'
+	$(call SLIM,$(READ_VENV))
 	touch $@
 
 site: $(READ_VENV)/.site  ## the course site in build/site/ (labs with recorded outputs; open build/site/index.html)
@@ -210,7 +226,7 @@ test-site: site  ## the site in headless Chromium (skipped, saying so, without C
 ifeq ($(strip $(CHROMIUM)),)
 	@echo "== test-site: browser check skipped: Chromium is not installed (Debian: apt install chromium fonts-noto-cjk)"
 else
-	@$(READ_VENV)/bin/python -c "import playwright" 2>/dev/null || $(READ_VENV)/bin/pip install -q -e '.[browser]'
+	@$(READ_VENV)/bin/python -c "import playwright" 2>/dev/null || { $(READ_VENV)/bin/pip install -q -e '.[browser]' && $(call SLIM,$(READ_VENV)); }
 	$(call timed,CHROMIUM=$(CHROMIUM) $(READ_VENV)/bin/python -m pytest tests/browser/test_site.py -q -rs)
 endif
 
