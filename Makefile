@@ -90,7 +90,7 @@ record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qw
 # leftover check (which stops every tagged process it finds).
 SIDE_BY_SIDE = $(MAKE) --no-print-directory -j2 --output-sync=target
 test:  ## everything CI runs
-	@$(SIDE_BY_SIDE) setup
+	@t0=$$(date +%s); $(SIDE_BY_SIDE) setup && echo "== setup: $$(( $$(date +%s) - t0 )) s"
 	@$(MAKE) --no-print-directory lint check-vllm-api test-unit test-stale
 	@$(SIDE_BY_SIDE) test-live test-read
 	@$(MAKE) --no-print-directory test-rehearsal test-browser
