@@ -21,9 +21,13 @@ comma := ,
 # two processes' OpenMP threads spin-wait on the same cores; Labs 01, 02 and 05 live took 87 s two at a time with
 # the default (162 s of CPU), 59 s with one thread each (96 s of CPU), 83 s one after the other (README, "make
 # test's time"). The outputs nbval compares are the same either way. `make record` and the labs keep the default.
+# The training children (Lab 08, the tiny world's trainer) set two threads themselves: OMP_WAIT_POLICY=PASSIVE lets
+# a thread that waits at a barrier sleep instead of spinning on a core the other thread needs. Lab 08's 100-step
+# training beside two busy processes took 181 s (179 s of CPU) spinning, 17 s (14 s of CPU) passive; the arithmetic
+# is the same (same threads, same split), so the weights are too.
 TEST_JOBS ?= 2
 XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)),-n $(TEST_JOBS) $(1))
-TEST_ENV = $(if $(filter-out 0 1,$(TEST_JOBS)),OMP_NUM_THREADS=1 VLLM_CPU_OMP_THREADS_BIND=nobind)
+TEST_ENV = $(if $(filter-out 0 1,$(TEST_JOBS)),OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE VLLM_CPU_OMP_THREADS_BIND=nobind)
 # nbval's sanitizer, kernel and timeout come from conftest.py, so a plain `pytest --nbval labs/` does the same.
 NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
