@@ -19,8 +19,8 @@ comma := ,
 # side: most of their time is one core importing vLLM, spawning an engine process or running a tiny model, so two
 # fill this 2-core machine. Each with one OpenMP thread (TEST_ENV): with torch's default of one thread per core,
 # two processes' OpenMP threads spin-wait on the same cores; Labs 01, 02 and 05 live took 87 s two at a time with
-# the default (162 s of CPU), 59 s with one thread each (96 s of CPU), 83 s one after the other (README, "make
-# test's time"). The outputs nbval compares are the same either way. `make record` and the labs keep the default.
+# the default (162 s of CPU), 59 s with one thread each (96 s of CPU), 83 s one after the other (README, section
+# 测试). The outputs nbval compares are the same either way. `make record` and the labs keep the default.
 # The training children (Lab 08, the tiny world's trainer) set two threads themselves: OMP_WAIT_POLICY=PASSIVE lets
 # a thread that waits at a barrier sleep instead of spinning on a core the other thread needs. Lab 08's 100-step
 # training beside two busy processes took 181 s (179 s of CPU) spinning, 17 s (14 s of CPU) passive; the arithmetic
@@ -33,7 +33,7 @@ NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
-.PHONY: test-rehearsal
+.PHONY: test-rehearsal test-engines test-read
 .PHONY: coverage-gpu bench-scale setup run record test test-read lint test-unit test-replay test-live test-stale test-browser test-site site test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
@@ -42,7 +42,7 @@ setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mo
 # through jsonschema[format-nongpl]), and that module builds a Lark grammar at import, 1.8 s of CPU in every process
 # that imports jsonschema: each vLLM process (vLLM imports Ray, Ray imports jsonschema), each process that reads a
 # notebook (nbformat). Without it jsonschema leaves the IRI formats unchecked; nothing the course runs uses them.
-# One multiprocess engine start (three processes) took 41.5 s of CPU with it, 35.3 s without (README, "make test's time").
+# One multiprocess engine start (three processes) took 41.5 s of CPU with it, 35.3 s without (README, section 测试).
 SLIM = $(1)/bin/pip uninstall -y -q rfc3987-syntax
 
 $(VENV)/.installed: pyproject.toml
@@ -89,16 +89,22 @@ record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qw
 # check-vllm-api first: it fetches vLLM 0.26.0's source into build/, which two unit tests read (without it they
 # skip, and -rs says so).
 # Four steps; within a step `make` runs its targets side by side, each target's output printed whole when it ends
-# (--output-sync). The two venvs are built together. test-live computes on about 1.3 cores, so the read-mode suites
-# (no vLLM, no torch) run beside it. test-browser starts JupyterLab with a course tag, so it waits for test-live's
-# leftover check (which stops every tagged process it finds).
+# (--output-sync). The two venvs are built together. The suites that start vLLM (test-live, then test-rehearsal)
+# run beside the read-mode suites (no vLLM, no torch, one process at a time): the two cores stay busy until both
+# lanes end (with the rehearsal after the read-mode lane, one core idled for a minute). test-browser starts
+# JupyterLab with a course tag, so it comes last: the leftover checks of test-live and test-rehearsal stop every
+# tagged process they find (the read-mode suites start none).
 SIDE_BY_SIDE = $(MAKE) --no-print-directory -j2 --output-sync=target
 test:  ## everything CI runs
 	@t0=$$(date +%s); $(SIDE_BY_SIDE) setup && echo "== setup: $$(( $$(date +%s) - t0 )) s"
 	@$(MAKE) --no-print-directory lint check-vllm-api test-unit test-stale
-	@$(SIDE_BY_SIDE) test-live test-read
-	@$(MAKE) --no-print-directory test-rehearsal test-browser
+	@$(SIDE_BY_SIDE) test-engines test-read
+	@$(MAKE) --no-print-directory test-browser
 	@echo "make test: all green"
+
+# The suites that start vLLM, one after another.
+test-engines:
+	@$(MAKE) --no-print-directory -j1 test-live test-rehearsal
 
 # The read-mode suites one after another (they share the read-mode venv, which test-site and test-nbgrader extend).
 test-read:
