@@ -156,8 +156,9 @@ test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the sa
 # lab that starts an engine runs top to bottom with its own asserts (outputs are not compared with tiny's), Lab 06
 # quotes the recordings just made, and Lab 07 (CPU only) says so and is skipped, as on a 4090.
 REHEARSAL := build/rehearsal
-# Two at a time, the longest first (their rehearsal times: 03 343 s, 08 180, 04 141, 02 110, 01 82, 05 81), so that
-# Lab 03 does not start after the short ones; Lab 06 runs last whatever the order (it quotes the others).
+# Two at a time, the longest first (in the rehearsal of 5928f40's fresh clone: 03 283 s, 08 156, 04 141, 02 97,
+# 01 75, 05 62), so that Lab 03 does not start after the short ones; Lab 06 runs last whatever the order (it quotes
+# the others).
 REHEARSAL_ORDER = $(call first,03_rank_and_max_loras.ipynb 08_your_adapter.ipynb 04_server_lab.ipynb 02_memory_layout.ipynb)
 test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/rehearsal (the GPU code path, on CPU)
 	@rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/labs $(REHEARSAL)/recordings && cp -r data/recordings/tiny $(REHEARSAL)/recordings/
