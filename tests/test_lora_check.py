@@ -48,3 +48,24 @@ def test_the_printed_checks_show_their_body():
         assert text.startswith("@replayable\ndef ") and "import torch" in text
     assert "bgmv_shrink(" in inspect.getsource(lora_check.compare_with_vllm_ops)
     assert "merge_and_unload()" in inspect.getsource(lora_check.merge_adapter)
+
+
+def test_remove_merged_deletes_live_and_never_in_read_mode(tmp_path, monkeypatch):
+    """Live it deletes the folder; read mode answers from the shipped recording and deletes nothing, so a
+    read-mode Lab 05 beside a live one (``make test`` runs them side by side) cannot pull the merged model
+    from under the live lab's engine."""
+    from course_utils.paths import REPO
+
+    (tmp_path / "merged" / "medical").mkdir(parents=True)
+    assert lora_check.remove_merged(tmp_path / "merged") == ["medical"]            # outside a lab: it runs
+    assert not (tmp_path / "merged").exists()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("read mode deleted a folder")
+
+    monkeypatch.setattr(lora_check.shutil, "rmtree", refuse)
+    record.set_current(Session("05_source_tour", "tiny", "replay"))
+    try:
+        assert lora_check.remove_merged(REPO / "build" / "05_merged") == ["medical"]   # what the recording holds
+    finally:
+        record.set_current(None)

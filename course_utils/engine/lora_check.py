@@ -134,3 +134,16 @@ def merge_adapter(prof, name, out_dir):
             shutil.copy(Path(prof.base_model) / f, out / f)
     return {"adapter": name, "merged model": str(out), "files": sorted(p.name for p in out.iterdir()),
             "weights (MB)": round(sum(f.stat().st_size for f in out.glob("*.safetensors")) / 1e6, 2)}
+
+
+@replayable
+def remove_merged(out_dir) -> list[str]:
+    """Delete ``out_dir`` with the merged models in it (a 7B copy is 15 GB); returns the names it held.
+
+    In read mode :func:`merge_adapter` wrote nothing, and this call is answered from the recording too: a
+    read-mode run never deletes the folder that a live run of the same lab, in another kernel, is still using.
+    """
+    out = Path(out_dir)
+    names = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
+    shutil.rmtree(out, ignore_errors=True)
+    return names
