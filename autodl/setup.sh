@@ -31,7 +31,7 @@
 # https://download.pytorch.org/whl/cu128 (vllm issue #44335; not verified on a GPU by this course).
 #
 # Environment overrides: COURSE_MODELS_DIR (default /root/autodl-tmp/course), COURSE_VENV (default
-# <repo>/.venv), PYTHON (interpreter that creates the venv, default python3), AUTODL_TMP (data
+# <repo>/.venv-gpu; the repository's .venv is the CPU build that `make run` / `make test` use for the tiny world), PYTHON (interpreter that creates the venv, default python3), AUTODL_TMP (data
 # disk, default /root/autodl-tmp), NETWORK_TURBO (default /etc/network_turbo).
 
 set -Eeuo pipefail
@@ -116,7 +116,7 @@ export MODELSCOPE_CACHE="$CACHE_ROOT/modelscope"
 export PIP_CACHE_DIR="$CACHE_ROOT/pip"
 PIP_TMP="$CACHE_ROOT/tmp"  # pip unpacks multi-GB wheels in TMPDIR: keep that off the system disk
 
-VENV="${COURSE_VENV:-$REPO/.venv}"
+VENV="${COURSE_VENV:-$REPO/.venv-gpu}"
 VPY="$VENV/bin/python"
 SYS_PY="${PYTHON:-python3}"
 STATE="$COURSE_MODELS_DIR/.setup"

