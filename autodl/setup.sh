@@ -382,7 +382,7 @@ else
         "Check 'nvidia-smi' (driver version) against step 1; with a driver < 580 rerun with --cuda12," \
         "or rent a host whose max CUDA is >= 13.0."
   fi
-  # The Makefile's own marker: `make jupyter` / `make test` then use this environment as it is.
+  # The Makefile's own marker (.venv-gpu/.installed): `make jupyter` and `make run PROFILE=qwen7b` use this environment as it is.
   run touch "$VENV/.installed"
   mark venv.done "$VENV_STAMP"
 fi
