@@ -46,6 +46,10 @@ def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: s
         from .gpu.free import ensure_room_for   # another kernel's engine still on the card? say so before vLLM fails
 
         ensure_room_for(prof, what=f"本实验（{prof.name} 配置）")
+        if prof.hardware == "cuda":     # one engine per card: a re-run LLM(...) cell first releases the old engine
+            from .vllm_patches import one_engine_per_card
+
+            one_engine_per_card(prof)
     recording = os.environ.get("COURSE_RECORD") == "1"
     session = record.active()
     if session is None or not session.same_lab(lab, prof.name, mode, recording):
