@@ -169,6 +169,7 @@ def register() -> None:
 # 0.32.0) and their EngineCore processes waited for; then the course's free-memory check runs for the new one.
 _engines: list = []          # weak references to the LLMs built in this kernel
 _one_engine_installed = False
+RELEASE_WAIT = 30.0          # seconds an EngineCore gets to exit after vLLM's shutdown, before the course stops it
 
 
 class ReleasedEngine:
@@ -196,7 +197,8 @@ def release_earlier_engines(profile) -> int:
         manager = getattr(getattr(core, "resources", None), "engine_manager", None)
         pids = [p.pid for p in getattr(manager, "processes", []) if p.pid is not None and processes.alive(p.pid)]
         core.shutdown()
-        if not processes.wait_until(lambda pids=pids: not any(processes.alive(p) for p in pids), 30, interval=0.05):
+        if not processes.wait_until(lambda pids=pids: not any(processes.alive(p) for p in pids), RELEASE_WAIT,
+                                     interval=0.05):
             for pid in pids:
                 processes.stop(pid, grace=5)
         llm.llm_engine = ReleasedEngine(
