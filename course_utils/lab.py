@@ -27,6 +27,10 @@ def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: s
 
     Running it again for the same lab in the same kernel keeps the session it opened (and what it has
     recorded); opening another lab closes the first lab's session and undoes what it patched.
+
+    Live on a profile with a card (hardware "cuda": one engine per card), every later ``LLM(...)`` in the kernel
+    first shuts down the engine an earlier one built here (:func:`.vllm_patches.one_engine_per_card`), so that a
+    re-run engine cell does not meet its own old engine on the card.
     """
     prof = get_profile(profile)
     mode = detect_mode()
