@@ -27,6 +27,10 @@ def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: s
 
     Running it again for the same lab in the same kernel keeps the session it opened (and what it has
     recorded); opening another lab closes the first lab's session and undoes what it patched.
+
+    Live on a profile with a card (hardware "cuda": one engine per card), every later ``LLM(...)`` in the kernel
+    first shuts down the engine an earlier one built here (:func:`.vllm_patches.one_engine_per_card`), so that a
+    re-run engine cell does not meet its own old engine on the card.
     """
     prof = get_profile(profile)
     mode = detect_mode()
@@ -46,6 +50,10 @@ def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: s
         from .gpu.free import ensure_room_for   # another kernel's engine still on the card? say so before vLLM fails
 
         ensure_room_for(prof, what=f"本实验（{prof.name} 配置）")
+        if prof.hardware == "cuda":     # one engine per card: a re-run LLM(...) cell first releases the old engine
+            from .vllm_patches import one_engine_per_card
+
+            one_engine_per_card(prof)
     recording = os.environ.get("COURSE_RECORD") == "1"
     session = record.active()
     if session is None or not session.same_lab(lab, prof.name, mode, recording):

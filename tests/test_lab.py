@@ -135,3 +135,27 @@ def test_a_card_and_no_torch_selects_qwen7b(monkeypatch, tmp_path):
     assert profiles.get_profile().name == "qwen7b"
     monkeypatch.setattr(profiles.os.path, "exists", lambda p: False if p == "/dev/nvidia0" else real_exists(p))
     assert profiles.get_profile().name == "tiny"
+
+
+def test_only_a_live_profile_with_a_card_gets_one_engine_per_card(monkeypatch):
+    # L4: the hook that releases a re-run cell's old engine is for hardware "cuda" (qwen7b, llama3b, the
+    # rehearsal); the tiny profile's labs may hold several in-process engines, and read mode runs no vLLM.
+    from course_utils import vllm_patches
+    from course_utils.replay import session
+
+    installed = []
+    monkeypatch.setattr(vllm_patches, "one_engine_per_card", lambda prof: installed.append(prof.name))
+    monkeypatch.setattr(lab, "apply_env", lambda prof: None)
+    monkeypatch.setattr(lab, "quiet_libraries", lambda: None)
+    monkeypatch.setattr(lab, "use_replay_vllm", lambda: None)
+    monkeypatch.delenv("COURSE_RECORD", raising=False)
+    monkeypatch.setenv("PATH", "/nonexistent")            # no nvidia-smi: the free-memory check has nothing to ask
+    try:
+        for name, mode in (("tiny", "live"), ("rehearsal", "replay"), ("rehearsal", "live")):
+            monkeypatch.setenv("COURSE_PROFILE", name)
+            monkeypatch.setenv("COURSE_MODE", mode)
+            lab.start("02_memory_layout", quiet=True)
+            session.set_current(None)
+    finally:
+        session.set_current(None)
+    assert installed == ["rehearsal"]
