@@ -424,3 +424,45 @@ def test_on_a_busy_card_a_taken_port_is_reported_as_the_port(tmp_path, monkeypat
     with pytest.raises(GpuBusy, match="服务 'main'"):
         FakeServer(qwen, label="main", ready_timeout=20).start()
     assert server.running() == []
+
+
+# -- a proxy in the kernel's environment (AutoDL's academic proxy; review L5) ---------------------------------
+PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
+CURL_MODELS = 'curl -sS -m 20 -H "Authorization: Bearer $VLLM_API_KEY" http://127.0.0.1:$PORT/v1/models'
+
+
+def _dead_proxy(monkeypatch) -> str:
+    """The kernel's environment as JupyterLab started from a shell that sourced AutoDL's proxy script has it,
+    the proxy being a port on 127.0.0.1 nothing listens on (requests, curl and urllib send 127.0.0.1 to it
+    unless no_proxy lists it). monkeypatch puts back every variable, no_proxy included, after the test."""
+    dead = f"http://127.0.0.1:{server.free_port()}"
+    for k in PROXY_VARS:
+        monkeypatch.setenv(k, dead)
+    for k in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(k, raising=False)
+    return dead
+
+
+def test_a_proxy_in_the_kernels_environment_does_not_come_between_it_and_its_server(monkeypatch):
+    """The health wait (requests), the openai client (srv.client()) and the curl helper (server.shell) all
+    reach the server on 127.0.0.1 although http_proxy/https_proxy point at a dead proxy."""
+    _dead_proxy(monkeypatch)
+    before = _children()
+    with FakeServer(TINY, label="behind-proxy", ready_timeout=20) as s:
+        assert [m.id for m in s.client().models.list()] == ["base"]
+        assert '"id": "base"' in server.shell(CURL_MODELS, s, label="curl models")
+    _nothing_left(s, before)
+
+
+@_mark
+def test_live_server_behind_a_dead_proxy_starts_and_answers(monkeypatch):
+    """The same with the course's real server (vLLM, tiny): it starts, and a chat request through the openai
+    client and the curl helper are answered."""
+    _dead_proxy(monkeypatch)
+    before = _children()
+    with Server(TINY, label="live-proxy", ready_timeout=150) as s:
+        reply = s.client().chat.completions.create(model="base", messages=[{"role": "user", "content": "Hi"}],
+                                                   max_tokens=4, temperature=0)
+        assert reply.choices[0].message.content is not None
+        assert '"id":"base"' in server.shell(CURL_MODELS, s, label="curl models").replace(" ", "")
+    _nothing_left(s, before)
