@@ -466,3 +466,32 @@ def test_live_server_behind_a_dead_proxy_starts_and_answers(monkeypatch):
         assert reply.choices[0].message.content is not None
         assert '"id":"base"' in server.shell(CURL_MODELS, s, label="curl models").replace(" ", "")
     _nothing_left(s, before)
+
+
+def test_bypass_proxy_adds_loopback_and_keeps_what_is_there():
+    from course_utils.loopback import bypass_proxy
+
+    env = bypass_proxy({"no_proxy": "example.com, localhost", "http_proxy": "http://10.0.0.1:3128"})
+    assert env["no_proxy"] == "example.com,localhost,127.0.0.1,::1"
+    assert env["NO_PROXY"] == "127.0.0.1,localhost,::1" and env["http_proxy"] == "http://10.0.0.1:3128"
+    assert bypass_proxy(dict(env)) == env, "a second call changes nothing"
+
+
+def test_a_servers_environment_lists_loopback_in_no_proxy(monkeypatch):
+    _dead_proxy(monkeypatch)
+    monkeypatch.setenv("no_proxy", "example.com")
+    env = Server(TINY, label="env-only").server_env()
+    assert env["no_proxy"] == "example.com,127.0.0.1,localhost,::1" and "127.0.0.1" in env["NO_PROXY"].split(",")
+    assert env["http_proxy"] == os.environ["http_proxy"], "the proxy itself stays for the outside world"
+
+
+def test_a_timeout_with_a_proxy_set_mentions_the_proxy(monkeypatch):
+    from course_utils.server.diagnose import start_failure
+
+    _dead_proxy(monkeypatch)
+    cause = start_failure("p", None, None, 180).cause
+    assert "还在加载" in cause and "代理" in cause and "http_proxy、https_proxy" in cause and "127.0.0.1" in cause
+    assert "http://127.0.0.1:" not in cause, "the proxy's address (it may hold a password) is not printed"
+    for k in PROXY_VARS:
+        monkeypatch.delenv(k)
+    assert "代理" not in start_failure("p", None, None, 180).cause
