@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from course_utils.gpu import free
@@ -83,3 +86,72 @@ def test_a_gpu_lab_checks_for_room_when_it_starts(monkeypatch):
     monkeypatch.setattr(lab, "apply_env", lambda prof: None)
     with pytest.raises(free.GpuBusy, match="本实验"):
         lab.start("00_fake", profile="qwen7b")
+
+
+# -- never stricter than vLLM (review S5) --------------------------------------------------------------
+def test_the_rule_is_vllms_own_fraction_of_the_cuda_total():
+    """vLLM 0.26.0 needs utilization x the CUDA total (vllm/v1/worker/utils.py), which leaves out the memory the
+    driver reserves: on a 4090 24,564 MiB (nvidia-smi) - 354 MiB reserved = 24,210 MiB = RTX_4090_BYTES. A card
+    with 21,950 MiB free is above 0.9 x 24,210 (21,789) and below 0.9 x 24,564 (22,108): vLLM starts, so must we."""
+    from course_utils.memory import RTX_4090_BYTES
+
+    assert 24564 - 354 == RTX_4090_BYTES // free.MIB
+    assert free.check("0, 24564, 2260, 21950, 354\n", "", 0.9) is None
+    assert free.check("0, 24564, 2260, 21950\n", "", 0.9) is None, "an older driver without memory.reserved: a 4090"
+    msg = free.check("0, 24564, 2500, 21700, 354\n", "", 0.9, me=1)
+    assert msg and "21.3 GiB" in msg, "below vLLM's own threshold the course still speaks first"
+
+
+# -- a container's nvidia-smi lists no process (review L3) and this kernel's own engine (L4) ------------
+FAKES = Path(__file__).parent / "fakes"
+
+
+def test_in_a_container_the_message_names_the_kernels_and_course_processes_it_can_see(tmp_path, monkeypatch):
+    """nvidia-smi (the stand-in, FAKE_GPU=busy-container) reports the memory held and no process, as inside
+    AutoDL's Docker container. A real second Jupyter kernel (ipykernel_launcher, started by Jupyter's way:
+    JPY_SESSION_NAME names its notebook) and a course-tagged process are running: the message names both,
+    with what to do."""
+    import subprocess
+    import sys
+
+    from course_utils import processes
+
+    monkeypatch.setenv("PATH", f"{FAKES}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_GPU", "busy-container")
+    conn = tmp_path / "kernel-test.json"
+    kernel = subprocess.Popen([sys.executable, "-m", "ipykernel_launcher", "-f", str(conn)],
+                              env={**os.environ, "JPY_SESSION_NAME": "labs/02_other_lab.ipynb"},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tagged = processes.start([sys.executable, "-c", "import time; time.sleep(60)"], tag=processes.new_tag(),
+                             stop_at_exit=False)
+    try:
+        processes.wait_until(lambda: conn.is_file(), 60, proc=kernel, what="the second kernel")
+        with pytest.raises(free.GpuBusy) as e:
+            free.ensure_room(0.9, what="本实验")
+    finally:
+        tagged.stop()
+        kernel.terminate()
+        kernel.wait(10)
+    msg = str(e.value)
+    print(msg)
+    assert f"pid {kernel.pid}" in msg and "labs/02_other_lab.ipynb" in msg, "the other kernel, by pid and notebook"
+    assert f"pid {tagged.pid}" in msg, "the course's own tagged process"
+    assert "Shut Down" in msg and f"kill {kernel.pid}" in msg
+
+
+def test_this_kernels_own_engine_is_not_another_labs_kernel():
+    """Re-running cell 1 (cu.start) with the kernel's own engine alive: its EngineCore child is this kernel's."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        mine = {os.getpid(), *(c.pid for c in psutil.Process().children(recursive=True))}
+        msg = free.check(GPU_HELD, f"{child.pid}, VLLM::EngineCore, 15890\n", 0.9, me=mine)
+        assert f"pid {child.pid}" in msg and "这个内核自己的引擎" in msg and "另一个实验的内核" not in msg
+        assert {os.getpid(), child.pid} <= free.kernel_pids(), "what ensure_room passes: this process and its descendants"
+    finally:
+        child.kill()
+        child.wait()
