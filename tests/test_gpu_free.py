@@ -20,13 +20,13 @@ def test_room_enough_says_nothing():
 
 def test_a_second_kernel_is_named_with_what_to_do():
     msg = free.check(GPU_HELD, APPS, 0.9, me=1)
-    assert "7.8 GiB 空闲（共 24.0 GiB）" in msg and "gpu_memory_utilization=0.9" in msg and "21.6 GiB" in msg
+    assert "7.8 GiB 空闲（共 24.0 GiB）" in msg and "gpu_memory_utilization=0.9" in msg and "21.3 GiB" in msg
     assert "pid 4242（/root/miniconda3/bin/python，15.5 GiB）" in msg and "Shut Down Kernel" in msg
 
 
 def test_this_process_is_not_blamed():
     msg = free.check(GPU_HELD, APPS, 0.9, me=4242)
-    assert "pid 4242" not in msg and "pid 777" in msg
+    assert "pid 4242（/root/miniconda3/bin/python，15.5 GiB）：这是这个内核自己的引擎" in msg and "pid 777" in msg
 
 
 def test_nothing_to_judge_by_lets_vllm_decide():
@@ -118,25 +118,29 @@ def test_in_a_container_the_message_names_the_kernels_and_course_processes_it_ca
 
     monkeypatch.setenv("PATH", f"{FAKES}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_GPU", "busy-container")
+    import psutil
+
     conn = tmp_path / "kernel-test.json"
-    kernel = subprocess.Popen([sys.executable, "-m", "ipykernel_launcher", "-f", str(conn)],
-                              env={**os.environ, "JPY_SESSION_NAME": "labs/02_other_lab.ipynb"},
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # another kernel is no descendant of this one: started through a shell that exits at once (reparented)
+    out = subprocess.run(["sh", "-c", f'"{sys.executable}" -m ipykernel_launcher -f "{conn}" >/dev/null 2>&1 & echo $!'],
+                         env={**os.environ, "JPY_SESSION_NAME": "labs/02_other_lab.ipynb"}, capture_output=True,
+                         text=True, check=True)
+    kernel = psutil.Process(int(out.stdout))
     tagged = processes.start([sys.executable, "-c", "import time; time.sleep(60)"], tag=processes.new_tag(),
-                             stop_at_exit=False)
+                             stop_at_exit=False)   # as this kernel's server would be
     try:
-        processes.wait_until(lambda: conn.is_file(), 60, proc=kernel, what="the second kernel")
+        processes.wait_until(lambda: conn.is_file(), 60, what="the second kernel")
+        assert kernel.pid not in free.kernel_pids()
         with pytest.raises(free.GpuBusy) as e:
             free.ensure_room(0.9, what="本实验")
     finally:
         tagged.stop()
-        kernel.terminate()
-        kernel.wait(10)
+        processes.stop(kernel.pid)
     msg = str(e.value)
     print(msg)
-    assert f"pid {kernel.pid}" in msg and "labs/02_other_lab.ipynb" in msg, "the other kernel, by pid and notebook"
-    assert f"pid {tagged.pid}" in msg, "the course's own tagged process"
-    assert "Shut Down" in msg and f"kill {kernel.pid}" in msg
+    assert f"另一个 Jupyter 内核 pid {kernel.pid}（labs/02_other_lab.ipynb；不用了就 kill {kernel.pid}）" in msg
+    assert f"pid {tagged.pid}" in msg and "这个内核自己启动的服务" in msg, "this kernel's own tagged process"
+    assert "nvidia-smi 没有列出进程" in msg and "Shut Down" in msg
 
 
 def test_this_kernels_own_engine_is_not_another_labs_kernel():
