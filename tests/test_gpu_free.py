@@ -159,3 +159,18 @@ def test_this_kernels_own_engine_is_not_another_labs_kernel():
     finally:
         child.kill()
         child.wait()
+
+
+# -- the banner names the GPU without initialising CUDA (review S4) -------------------------------------
+def test_the_banner_names_the_gpu_without_initialising_cuda(monkeypatch):
+    """vLLM 0.26.0 switches every engine to ``spawn`` once CUDA is initialised in the kernel
+    (vllm/utils/system_utils.py: "CUDA is initialized"). The banner runs in every lab's first cell, so it must
+    name the card from nvidia-smi (the stand-in on PATH) and leave torch.cuda uninitialised. torch here is a CPU
+    build: ``is_available`` answers as on the GPU box (it does not initialise CUDA either)."""
+    torch = pytest.importorskip("torch")
+    from course_utils.replay import session
+
+    monkeypatch.setenv("PATH", f"{FAKES}:{os.environ['PATH']}")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert session.hardware_description() == "NVIDIA GeForce RTX 4090, 24 GiB"
+    assert torch.cuda.is_initialized() is False
