@@ -180,6 +180,21 @@ def visible_holders(mine: set[int]) -> list[str]:
     return lines + course + kernels
 
 
+NAME_QUERY = ("nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader,nounits")
+
+
+def describe_gpu() -> str | None:
+    """"NVIDIA GeForce RTX 4090, 24 GiB" for the first GPU, from nvidia-smi (CUDA is not touched); None without."""
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        r = subprocess.run(NAME_QUERY, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    rows = [row for row in _rows(r.stdout) if len(row) >= 2 and row[1].replace(".", "").isdigit()] if r.returncode == 0 else []
+    return f"{rows[0][0]}, {float(rows[0][1]) / 1024:.0f} GiB" if rows else None
+
+
 def ensure_room(utilization: float, device: int = 0, what: str = "引擎") -> None:
     """Raise :class:`GpuBusy` when the GPU cannot give ``utilization`` of its memory (no-op without nvidia-smi)."""
     if not shutil.which("nvidia-smi"):
