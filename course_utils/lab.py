@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from . import banner as _banner
+from .loopback import bypass_proxy
 from .mode import detect_mode, use_replay_vllm
 from .profiles import Profile, apply_env, get_profile
 from .quiet import quiet_libraries
@@ -46,6 +47,7 @@ def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: s
     if mode == "live":
         prof.check()
         apply_env(prof)
+        bypass_proxy()                          # a proxy in the shell that started JupyterLab: not for 127.0.0.1
         quiet_libraries()
         from .gpu.free import ensure_room_for   # another kernel's engine still on the card? say so before vLLM fails
 

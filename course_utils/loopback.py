@@ -2,14 +2,39 @@
 
 ``LOOPBACK_ENV`` is what vLLM reads to put its own sockets (front end <-> engine core, torch.distributed)
 on loopback instead of the host's routable address; the course's servers and Lab 07's Ray workers both get it.
+
+:func:`bypass_proxy` keeps a proxy in the environment (AutoDL's academic proxy: ``http_proxy``/``https_proxy``
+set by the shell that started JupyterLab) off the way to 127.0.0.1: requests, urllib, curl, boto3 and gRPC
+(Ray) send loopback requests through such a proxy too unless ``no_proxy`` lists the host.
 """
 
 from __future__ import annotations
 
+import os
 import socket
+from collections.abc import MutableMapping
 
 LOOPBACK = "127.0.0.1"
 LOOPBACK_ENV = {"VLLM_HOST_IP": LOOPBACK, "VLLM_LOOPBACK_IP": LOOPBACK}
+LOOPBACK_HOSTS = (LOOPBACK, "localhost", "::1")
+PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+NO_PROXY_VARS = ("NO_PROXY", "no_proxy")   # curl and gRPC read the lower-case one, Python's urllib both
+
+
+def bypass_proxy(env: MutableMapping[str, str] | None = None) -> MutableMapping[str, str]:
+    """Add 127.0.0.1, localhost and ::1 to ``NO_PROXY`` and ``no_proxy`` of ``env`` (default: this process's
+    environment, which requests and curl read at each request), after what is there; nothing is removed."""
+    env = os.environ if env is None else env
+    for var in NO_PROXY_VARS:
+        have = [h.strip() for h in env.get(var, "").split(",") if h.strip()]
+        env[var] = ",".join(have + [h for h in LOOPBACK_HOSTS if h not in have])
+    return env
+
+
+def proxies(env: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """The proxy variables set in ``env`` (default: this process's environment)."""
+    env = os.environ if env is None else env
+    return {k: env[k] for k in PROXY_VARS if env.get(k)}
 
 
 def is_loopback(ip: str) -> bool:

@@ -256,7 +256,7 @@ ALLOWED: dict[str, str] = {
     'course_utils/replay/session.py::current':
         'CPU branch no measured process took (1 lines; first: \'raise RuntimeError("no lab session: call course_utils.start(\\\'<lab name>\\\') first")\'): an edge or error path a unit test could take',
     'course_utils/replay/session.py::hardware_description':
-        'GPU: names the CUDA device (torch.cuda.get_device_properties)',
+        'GPU: names the CUDA device when torch.cuda.is_available() (from nvidia-smi, free.describe_gpu, so CUDA stays uninitialised; unit-tested with the stand-in nvidia-smi in tests/test_gpu_free.py)',
     'course_utils/replay/session.py::installed_vllm_version':
         "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",
     'course_utils/replay/stale.py::_shown':

@@ -424,3 +424,74 @@ def test_on_a_busy_card_a_taken_port_is_reported_as_the_port(tmp_path, monkeypat
     with pytest.raises(GpuBusy, match="服务 'main'"):
         FakeServer(qwen, label="main", ready_timeout=20).start()
     assert server.running() == []
+
+
+# -- a proxy in the kernel's environment (AutoDL's academic proxy; review L5) ---------------------------------
+PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
+CURL_MODELS = 'curl -sS -m 20 -H "Authorization: Bearer $VLLM_API_KEY" http://127.0.0.1:$PORT/v1/models'
+
+
+def _dead_proxy(monkeypatch) -> str:
+    """The kernel's environment as JupyterLab started from a shell that sourced AutoDL's proxy script has it,
+    the proxy being a port on 127.0.0.1 nothing listens on (requests, curl and urllib send 127.0.0.1 to it
+    unless no_proxy lists it). monkeypatch puts back every variable, no_proxy included, after the test."""
+    dead = f"http://127.0.0.1:{server.free_port()}"
+    for k in PROXY_VARS:
+        monkeypatch.setenv(k, dead)
+    for k in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(k, raising=False)
+    return dead
+
+
+def test_a_proxy_in_the_kernels_environment_does_not_come_between_it_and_its_server(monkeypatch):
+    """The health wait (requests), the openai client (srv.client()) and the curl helper (server.shell) all
+    reach the server on 127.0.0.1 although http_proxy/https_proxy point at a dead proxy."""
+    _dead_proxy(monkeypatch)
+    before = _children()
+    with FakeServer(TINY, label="behind-proxy", ready_timeout=20) as s:
+        assert [m.id for m in s.client().models.list()] == ["base"]
+        assert '"id": "base"' in server.shell(CURL_MODELS, s, label="curl models")
+    _nothing_left(s, before)
+
+
+@_mark
+def test_live_server_behind_a_dead_proxy_starts_and_answers(monkeypatch):
+    """The same with the course's real server (vLLM, tiny): it starts, and a chat request through the openai
+    client and the curl helper are answered."""
+    _dead_proxy(monkeypatch)
+    before = _children()
+    with Server(TINY, label="live-proxy", ready_timeout=150) as s:
+        reply = s.client().chat.completions.create(model="base", messages=[{"role": "user", "content": "Hi"}],
+                                                   max_tokens=4, temperature=0)
+        assert reply.choices[0].message.content is not None
+        assert '"id":"base"' in server.shell(CURL_MODELS, s, label="curl models").replace(" ", "")
+    _nothing_left(s, before)
+
+
+def test_bypass_proxy_adds_loopback_and_keeps_what_is_there():
+    from course_utils.loopback import bypass_proxy
+
+    env = bypass_proxy({"no_proxy": "example.com, localhost", "http_proxy": "http://10.0.0.1:3128"})
+    assert env["no_proxy"] == "example.com,localhost,127.0.0.1,::1"
+    assert env["NO_PROXY"] == "127.0.0.1,localhost,::1" and env["http_proxy"] == "http://10.0.0.1:3128"
+    assert bypass_proxy(dict(env)) == env, "a second call changes nothing"
+
+
+def test_a_servers_environment_lists_loopback_in_no_proxy(monkeypatch):
+    _dead_proxy(monkeypatch)
+    monkeypatch.setenv("no_proxy", "example.com")
+    env = Server(TINY, label="env-only").server_env()
+    assert env["no_proxy"] == "example.com,127.0.0.1,localhost,::1" and "127.0.0.1" in env["NO_PROXY"].split(",")
+    assert env["http_proxy"] == os.environ["http_proxy"], "the proxy itself stays for the outside world"
+
+
+def test_a_timeout_with_a_proxy_set_mentions_the_proxy(monkeypatch):
+    from course_utils.server.diagnose import start_failure
+
+    _dead_proxy(monkeypatch)
+    cause = start_failure("p", None, None, 180).cause
+    assert "还在加载" in cause and "代理" in cause and "http_proxy、https_proxy" in cause and "127.0.0.1" in cause
+    assert "http://127.0.0.1:" not in cause, "the proxy's address (it may hold a password) is not printed"
+    for k in PROXY_VARS:
+        monkeypatch.delenv(k)
+    assert "代理" not in start_failure("p", None, None, 180).cause

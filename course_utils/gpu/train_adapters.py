@@ -165,10 +165,13 @@ def check_gpu(device: str) -> None:
             f"{adapters_root(default_models_dir())} here, or serve with --awq + adapters trained elsewhere.")
     free, _ = torch.cuda.mem_get_info()
     if free // 2**20 < TRAIN_MIB - 2000:
+        from .free import kernel_pids, visible_holders   # a container's nvidia-smi names no process: what we see
+
+        seen = "；".join(visible_holders(kernel_pids())) or "没看到别的 Jupyter 内核或课程启动的进程"
         raise TrainError(
-            f"only {free // 2**20} MiB of GPU memory is free: another process holds the GPU (a notebook's "
-            f"vLLM engine?). Stop it (restart that notebook's kernel; `nvidia-smi` lists the processes) and "
-            f"rerun.")
+            f"GPU 上只有 {free // 2**20} MiB 空闲：别的进程占着显存（某个笔记本的 vLLM 引擎？）。"
+            f"课程能看到的：{seen}。先关掉它（JupyterLab 左侧栏“正在运行的终端和内核”里 Shut Down，"
+            f"或在那个笔记本里 Kernel > Shut Down Kernel；也可以 kill <pid>），再重新运行。")
 
 
 def write_manifest(root: Path, task: str, stats: dict, cfg: TrainConfig, seconds: float) -> None:

@@ -90,13 +90,18 @@ def _shown(path: Path) -> str:
 
 
 def hardware_description() -> str:
-    """The machine in one line (GPU name and memory when CUDA is there)."""
+    """The machine in one line (GPU name and memory when CUDA is there).
+
+    The GPU is described by nvidia-smi, never through torch.cuda: initialising CUDA in the kernel makes vLLM
+    0.26.0 start every engine process with ``spawn`` instead of ``fork`` (vllm/utils/system_utils.py,
+    "CUDA is initialized"). ``torch.cuda.is_available()`` does not initialise it."""
     try:
         import torch  # noqa: PLC0415
 
         if torch.cuda.is_available():
-            p = torch.cuda.get_device_properties(0)
-            return f"{p.name}, {p.total_memory / 2**30:.0f} GiB"
+            from ..gpu.free import describe_gpu  # noqa: PLC0415
+
+            return describe_gpu() or "CUDA GPU"
     except ImportError:  # read mode: no torch
         pass
     return f"CPU {platform.machine()}, {os.cpu_count()} cores"

@@ -14,7 +14,9 @@ Loopback, and why each setting is needed (Ray 2.60.0 on Linux, seen on the cours
 - every Serve replica starts an internal gRPC server on ``[::]:0`` (hard-coded); ``site/sitecustomize.py``,
   put on the workers' ``PYTHONPATH``, moves it to 127.0.0.1;
 - ``VLLM_HOST_IP``/``VLLM_LOOPBACK_IP``: vLLM's multiprocess executor otherwise picks the host address;
-- Serve's HTTP proxy on 127.0.0.1, no dashboard, usage stats off.
+- Serve's HTTP proxy on 127.0.0.1, no dashboard, usage stats off;
+- ``NO_PROXY``/``no_proxy`` list 127.0.0.1 (:func:`course_utils.loopback.bypass_proxy`): a proxy in the
+  environment would otherwise take the store's, the metrics' and Serve's loopback traffic.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..loopback import LOOPBACK, LOOPBACK_ENV, free_port
+from ..loopback import LOOPBACK, LOOPBACK_ENV, bypass_proxy, free_port
 from ..server.command import ENGINE_FLAGS  # the profile's engine settings a server gets, as engine_kwargs
 
 SITE = Path(__file__).resolve().parent / "site"
@@ -131,6 +133,7 @@ def main() -> int:
     import signal
 
     os.environ.update({**RAY_ENV, **LOOPBACK_ENV})          # before Ray is imported
+    bypass_proxy()   # boto3 (the store), urllib (traffic, metrics) and Ray's gRPC, here and in every worker
     # The kernel's end (or a SIGTERM from it) stops everything: sys.exit runs the finally below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     answer = sys.stdout

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..loopback import LOOPBACK, LOOPBACK_ENV
+from ..loopback import LOOPBACK, LOOPBACK_ENV, bypass_proxy
 from ..paths import REPO
 from ..profiles import Profile
 
@@ -123,7 +123,7 @@ class Launch:
         for k in (*OFFLINE_ONLY_ENV, "VLLM_ALLOW_RUNTIME_LORA_UPDATING"):
             env.pop(k, None)
         env.update(self.env_changes())
-        return env
+        return dict(bypass_proxy(env))
 
     def display(self, argv: list[str]) -> str:
         """``argv`` for the page: no random port or key, paths relative to the repository."""

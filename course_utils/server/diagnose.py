@@ -6,6 +6,8 @@ import re
 import signal
 from pathlib import Path
 
+from ..loopback import LOOPBACK_HOSTS, proxies
+
 
 class ServerError(RuntimeError):
     """The server did not come up; the message gives the likely cause and the end of its log."""
@@ -48,6 +50,19 @@ def diagnose(log: str, returncode: int | None = None) -> str:
     return f"服务以退出码 {returncode} 结束；看上面的日志。"
 
 
+def proxy_note() -> str:
+    """When a proxy is set in this kernel's environment: that it may stand between the kernel and 127.0.0.1."""
+    found = proxies()
+    if not found:
+        return ""
+    shown = "、".join(found)                        # names only: a proxy URL may carry a password
+    return (f"\n另外：这个内核的环境里设了代理（{shown}，比如 AutoDL 的学术加速）。发往 127.0.0.1 的请求如果走了"
+            f"代理，就永远等不到 /health。课程已把 {','.join(LOOPBACK_HOSTS)} 加进 NO_PROXY 和 no_proxy；"
+            f"如果它们后来被改掉了，或者服务其实已经起来了（日志里有 Application startup complete），"
+            f"在启动 JupyterLab 的终端里先 unset http_proxy https_proxy（或把 127.0.0.1 加进 no_proxy），"
+            f"再重启 JupyterLab 和这个内核。")
+
+
 def log_tail(path: Path | None, n: int = 25) -> str:
     """The last ``n`` lines of a log file ("" when there is none)."""
     if not path or not Path(path).is_file():
@@ -61,6 +76,7 @@ def start_failure(label: str, returncode: int | None, log_path: Path | None, rea
     cause = diagnose(log_tail(log_path, 400), returncode)
     if returncode is None:
         what = f"在 {ready_timeout:.0f} 秒内没有回应 /health"
+        cause += proxy_note()
     elif returncode < 0:
         what = f"启动时被 {signal.Signals(-returncode).name} 杀掉了"
     else:

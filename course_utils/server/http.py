@@ -13,6 +13,7 @@ import re
 import subprocess
 from typing import TYPE_CHECKING
 
+from ..loopback import bypass_proxy
 from ..paths import REPO
 from ..replay import keys
 from ..replay.record import recorded
@@ -67,7 +68,7 @@ def shell(command: str, srv: Server, label: str = "shell") -> str:
     The command shown on the page is the one that runs: the port and key come
     from the environment, not pasted in. Recorded live, replayed in read mode.
     """
-    env = {**os.environ, "PORT": str(srv.port), "VLLM_API_KEY": srv.api_key}
+    env = bypass_proxy({**os.environ, "PORT": str(srv.port), "VLLM_API_KEY": srv.api_key})
     out = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
         raise RuntimeError(f"exit {out.returncode}: {out.stderr.strip()}")

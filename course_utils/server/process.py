@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .. import processes
-from ..loopback import free_port, port_free
+from ..loopback import bypass_proxy, free_port, port_free
 from ..paths import REPO
 from ..profiles import Profile
 from ..replay import keys
@@ -235,6 +235,7 @@ class Server:
             ensure_room_for(self.profile, what=f"服务 {self.label!r}")
         self.port = self.port or free_port(self.host)
         self.command = self.launch.argv(self.port)
+        bypass_proxy()   # this kernel's health wait, openai client and the lab's requests: 127.0.0.1 never via a proxy
         t0 = time.monotonic()
         self.started, self.log_path = _spawn(self.command, self.launch.env(), self.tag, self.label)
         _live_servers.append(self)

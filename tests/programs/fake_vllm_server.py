@@ -1,8 +1,9 @@
 """A stand-in for a vLLM server (tests/test_server.py): answers GET on ``--port`` and forks a child, as vLLM
 starts its engine process. ``FAKE_MODE=rank``: fails like vLLM on a rank above max_lora_rank; ``hang``: never
-answers."""
+answers. ``GET /v1/models`` answers as vLLM does (one model, ``base``), so the openai client can list it."""
 
 import http.server
+import json
 import os
 import subprocess
 import sys
@@ -22,9 +23,15 @@ if mode == "hang":
 
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        body = b"ok"
+        if self.path.startswith("/v1/models"):
+            body = json.dumps({"object": "list", "data": [{"id": "base", "object": "model", "created": 0,
+                                                           "owned_by": "vllm"}]}).encode()
         self.send_response(200)
+        self.send_header("Content-Type", "application/json" if body != b"ok" else "text/plain")
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(b"ok")
+        self.wfile.write(body)
 
     def log_message(self, *a):
         pass
