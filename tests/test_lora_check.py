@@ -2,6 +2,7 @@
 
 import pytest
 
+from course_utils.arch import quantization
 from course_utils.engine import lora_check
 from course_utils.replay.record import replayable
 from course_utils.replay import session as record
@@ -147,6 +148,7 @@ def test_peft_check_and_merge_skip_an_awq_base_before_loading_it(tmp_path, host_
         assert "--awq" in why and "vLLM" in why          # how to run it (a bf16 base), and what still runs
     assert host_loads == [] and not (tmp_path / "merged").exists()
     assert lora_check.skipped([{"layer": "layers.0.q_proj"}]) is None     # a check that ran
+    assert quantization(prof.base_model) == AWQ_QUANTIZATION and quantization(tmp_path / "merged") is None
 
 
 def test_peft_check_and_merge_free_the_base_they_loaded(tmp_path, host_loads):
