@@ -4,7 +4,8 @@ projections and their shapes, the dtype names and sizes, and the ``max_lora_rank
 Pure Python (json and the paths module only), so it also runs in read mode without torch or vLLM.
 
 - :func:`load_config`, :func:`arch`: a Hugging Face ``config.json`` (a dict, a model folder, a
-  path, or a shipped name under ``data/configs``) and the shape facts read from it (:class:`Arch`).
+  path, or a shipped name under ``data/configs``) and the shape facts read from it (:class:`Arch`);
+  :func:`quantization`: whether a model folder holds quantized weights (an AWQ base).
 - :data:`PROJECTIONS`, :func:`projection_shapes`: the seven linear layers of a Qwen2/Llama decoder
   layer that LoRA adapts, each as ``(d_in, d_out)``: a LoRA pair on it is ``lora_A`` of shape
   ``(r, d_in)`` and ``lora_B`` of shape ``(d_out, r)``. :data:`PACKED`: how vLLM fuses them.
@@ -117,6 +118,17 @@ def load_config(source) -> dict:
     return cfg
 
 
+def quantization(model_dir) -> dict | None:
+    """The ``quantization_config`` of the model in ``model_dir`` (Qwen2.5-7B-Instruct-AWQ: ``{"quant_method": "awq",
+    "bits": 4, ...}``), or None: an unquantized model, or a folder without a readable config.json. What the folder
+    holds decides, not the profile's name: the course's host loads (peft, transformers) cannot read int4 weights."""
+    try:
+        cfg = json.loads((Path(model_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return (cfg.get("quantization_config") or None) if isinstance(cfg, dict) else None
+
+
 @dataclass(frozen=True)
 class Arch:
     """The shape facts of a Qwen2/Llama-style decoder, read from its config."""
@@ -211,4 +223,4 @@ def module_path(layer: int, projection: str) -> str:
 
 __all__ = ["ATTENTION", "Arch", "ConfigError", "DTYPES", "DTYPE_ALIASES", "MAX_LORA_RANKS", "MLP", "PACKED",
            "PROJECTIONS", "REQUIRED_FIELDS", "Shape", "arch", "dtype_bytes", "dtype_name", "load_config",
-           "module_path", "projection_shapes", "shipped_configs", "smallest_rank_that_fits"]
+           "module_path", "projection_shapes", "quantization", "shipped_configs", "smallest_rank_that_fits"]

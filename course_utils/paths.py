@@ -10,6 +10,7 @@ Every other module takes its paths from here.
   in ``labs/``). :func:`require_checkout` says what to do when neither works.
 - ``models_dir()``: where the GPU profiles' models and adapters live, and
   ``paths.json`` in it, written by the download and training steps.
+- ``model_name(folder)``: a model folder's name as clients see it, also for a copy in a hub cache.
 """
 
 from __future__ import annotations
@@ -68,6 +69,21 @@ def models_dir() -> Path:
     if Path("/root/autodl-tmp").is_dir():
         return Path("/root/autodl-tmp/course")
     return Path.home() / ".cache" / "multi-lora-course"
+
+
+def model_name(folder) -> str:
+    """The name of the model in ``folder`` as clients see it (the served model name, the ``/v1/models`` id).
+
+    The folder's own name, except where a hub cache names the folder after a revision or escapes the name:
+    ``…/models--Qwen--Qwen2.5-7B-Instruct/snapshots/<rev>`` (Hugging Face) and
+    ``…/models/Qwen--Qwen2.5-7B-Instruct/snapshots/<rev>`` (ModelScope >= 1.38) give ``Qwen2.5-7B-Instruct``;
+    ModelScope's older ``…/Qwen/Qwen2___5-7B-Instruct`` (a dot stored as ``___``) gives the same name back.
+    """
+    p = Path(folder)
+    name = p.name
+    if p.parent.name == "snapshots" and "--" in p.parent.parent.name:
+        name = p.parent.parent.name.removeprefix("models--").split("--", 1)[1]
+    return name.replace("___", ".")
 
 
 class PathsFileError(ValueError):

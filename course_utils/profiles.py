@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .tinyworld.tasks import TASKS
 
-from .paths import CONFIGS, DATA, REPO, TINY, models_dir, read_paths_file  # noqa: F401  (cu.profiles.REPO, TINY)
+from .paths import CONFIGS, DATA, REPO, TINY, model_name, models_dir, read_paths_file  # noqa: F401  (cu.profiles.REPO, TINY)
 
 
 class ProfileError(RuntimeError):
@@ -39,6 +39,12 @@ class Profile:
     # "cuda" (server launch, the free-memory check with nvidia-smi, CPU-only labs, GPU-only cells), while vLLM
     # runs on the CPU. Only check() knows: it does not ask for CUDA.
     rehearsed: bool = False
+
+    @property
+    def base_name(self) -> str:
+        """The base's name for clients: the server's --served-model-name, Labs 04/08's ``BASE``
+        (:func:`course_utils.paths.model_name`: a copy in a hub cache is named after the model, not its revision)."""
+        return model_name(self.base_model)
 
     @property
     def max_lora_rank(self) -> int:
@@ -81,7 +87,7 @@ class Profile:
         if self.tiny_world:
             return False
         print(f"{self.name} 配置跳过这一步（{what}）：它用的 adapter 是为课程的 tiny 基座训练的，"
-              f"放不进 {Path(self.base_model).name}。要运行它，请用 COURSE_PROFILE=tiny（CPU），"
+              f"放不进 {self.base_name}。要运行它，请用 COURSE_PROFILE=tiny（CPU），"
               f"或看录制的结果。")
         return True
 

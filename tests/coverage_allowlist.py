@@ -25,8 +25,6 @@ ALLOWED: dict[str, str] = {
         'CPU branch no measured process took (2 lines; first: \'raise AdapterError(f"{path} is not a safetensors file (too short); re-save or re-download \'): an edge or error path a unit test could take',
     'course_utils/adapters.py::_storage':
         "CPU branch no measured process took (2 lines; first: 'except (OSError, ValueError):'): an edge or error path a unit test could take",
-    'course_utils/adapters.py::_weight_files':
-        'CPU branch no measured process took (1 lines; first: \'return [base_dir / f for f in sorted(set(json.loads(index.read_text())["weight_map"].value\'): an edge or error path a unit test could take',
     'course_utils/adapters.py::read_safetensors_header':
         "CPU branch no measured process took (2 lines; first: 'except (ValueError, KeyError, TypeError, AttributeError) as e:'): an edge or error path a unit test could take",
     'course_utils/adapters.py::targets_module':

@@ -351,6 +351,30 @@ def test_fingerprint_changes_with_any_tensor_and_an_unrecorded_base_is_not_check
         base_fingerprint(tmp_path / "adapter" / "nothing")
 
 
+def test_a_sharded_base_is_read_through_its_index(tmp_path):
+    """The 7B bases are sharded (model-0000N-of-0000M.safetensors + model.safetensors.index.json): the index
+    names the shards, each once however many tensors it holds; a stray file beside them is not part of the model.
+    The fingerprint is that of the same tensors in one file."""
+    from course_utils.adapters import _weight_files, base_fingerprint
+
+    tensors = {"model.embed_tokens.weight": (4, 8), "model.layers.0.mlp.up_proj.weight": (8, 4),
+               "model.norm.weight": (8,)}
+    single, sharded = tmp_path / "single", tmp_path / "sharded"
+    single.mkdir()
+    sharded.mkdir()
+    write_safetensors(single / "model.safetensors", tensors)
+    names = list(tensors)
+    shards = {"model-00001-of-00002.safetensors": names[:2], "model-00002-of-00002.safetensors": names[2:]}
+    for file, held in shards.items():
+        write_safetensors(sharded / file, {n: tensors[n] for n in held})
+    (sharded / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": 0}, "weight_map": {n: f for f, held in shards.items() for n in held}}))
+    write_safetensors(sharded / "consolidated.safetensors", {"stray": (2, 2)})   # not in the index
+
+    assert _weight_files(sharded) == [sharded / f for f in sorted(shards)]
+    assert base_fingerprint(sharded) == base_fingerprint(single)
+
+
 def test_a_base_stored_another_way_is_not_checked_rather_than_refused(tmp_path):
     """An adapter trained on the bf16 base and served on its AWQ copy: the files differ by design."""
     from course_utils.adapters import _check_same_base, write_base_identity

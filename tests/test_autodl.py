@@ -301,6 +301,43 @@ def test_locate_huggingface_cache_and_skips_partial_copies(tmp_path):
     assert not checks[0].complete  # our own partial folder was looked at first
 
 
+@pytest.mark.parametrize("rel", [
+    "hf/models--Qwen--Qwen2.5-7B-Instruct/snapshots/a09a35458c702241f6d7d67a6fd7c79e4f5b5e2c",   # Hugging Face
+    "ms/models/Qwen--Qwen2.5-7B-Instruct/snapshots/master",                                   # modelscope >= 1.38
+    "ms/models/Qwen/Qwen2___5-7B-Instruct",                                # older modelscope: dots escaped
+    "course/models/Qwen2.5-7B-Instruct",                                   # this module's own download
+])
+def test_an_adopted_copy_is_served_under_the_models_name_not_its_revision(tmp_path, monkeypatch, rel):
+    """S15: setup adopts a copy it finds in a hub cache (locate, then record into paths.json); the qwen7b profile
+    then serves that folder. The name clients send (--served-model-name, the /v1/models id, Labs 04/08's BASE)
+    must be the model's, not the revision folder's (a commit hash) nor ModelScope's escaped folder name."""
+    from course_utils.server import Server
+
+    models_dir = tmp_path / "course"
+    monkeypatch.setenv("COURSE_MODELS_DIR", str(models_dir))
+    found = make_model(tmp_path / rel)
+    roots = download.search_roots(models_dir, env={"HF_HUB_CACHE": str(tmp_path / "hf"),
+                                                   "MODELSCOPE_CACHE": str(tmp_path / "ms")}, home=tmp_path / "home")
+    path, _ = download.locate(download.ITEMS["qwen7b"], roots)
+    assert path == found
+    download.record(models_dir, download.ITEMS["qwen7b"], path, serve_key="qwen7b")
+    prof = profiles.get_profile("qwen7b")
+    assert prof.base_model == str(found.resolve())
+    cmd = Server(prof, use_cli=False).command
+    served = cmd[cmd.index("--served-model-name") + 1]
+    assert served == "Qwen2.5-7B-Instruct"
+    assert prof.base_name == served                          # what Labs 04 and 08 call BASE
+
+
+def test_the_labs_name_the_base_as_the_server_does():
+    from course_utils.paths import model_name
+
+    assert profiles.get_profile("tiny").base_name == model_name("data/tiny/base") == "base"
+    for lab in ("04_server_lab", "08_your_adapter"):
+        text = (profiles.REPO / "labs" / f"{lab}.ipynb").read_text()
+        assert "BASE = prof.base_name" in text and "Path(prof.base_model).name" not in text, lab
+
+
 def test_remaining_bytes_counts_the_partial_download(tmp_path):
     models_dir = tmp_path / "course"
     item = download.ITEMS["qwen7b"]

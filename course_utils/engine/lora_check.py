@@ -5,17 +5,46 @@ tensors. The lab prints these functions with ``inspect.getsource`` and calls the
 transformers are imported inside, so read mode (no torch) shows what the call returned when the lab
 was recorded. The recording is keyed by the source of ``lora_linear``: an edited function has no
 recorded answer, and read mode says so instead of showing the old result.
+
+The peft comparison and the merge load the base on the host with transformers. On a quantized base
+(``autodl/setup.sh --awq``: Qwen2.5-7B-Instruct-AWQ) they load nothing and return ``{"skipped": why}``
+(:func:`skipped` reads it): transformers 5.x loads AWQ only with ``gptqmodel``
+(transformers/quantizers/quantizer_awq.py), which the course does not install: on PyPI it is a source
+package whose kernels compile on the machine, and gptqmodel 7.7.0 needs torch>=2.14.1 and
+transformers>=5.20.2 while vLLM 0.26.0 pins torch 2.11.0. A returned result, not an
+exception, so that a recording replays it like any other answer and the lab's cells print it and go on.
 """
 
 from __future__ import annotations
 
+import gc
 import shutil
 from pathlib import Path
 
 from .. import memory
+from ..arch import quantization
 from ..replay.record import replayable
 
 TOL = 1e-4   # float32, element-wise absolute; outputs are of order 10
+
+
+def skipped(result) -> str | None:
+    """Why :func:`compare_with_peft` or :func:`merge_adapter` did not run (on a quantized base), or None."""
+    return result.get("skipped") if isinstance(result, dict) else None
+
+
+def _not_on_a_quantized_base(prof, what: str) -> dict:
+    """The result of a host load that a quantized base rules out: what is skipped, why, and what to do."""
+    quant = quantization(prof.base_model)
+    method = str(quant.get("quant_method", "quantized"))
+    library = "gptqmodel" if method.lower() in ("awq", "gptq") else f"{method} 的量化库"
+    return {"skipped": (
+        f"跳过{what}：这个基座是 {method.upper()} {quant.get('bits', '?')} 位量化的（{prof.base_model}）。"
+        f"这一步要用 transformers 把基座读进主机内存，而 transformers 要装 {library} 才能读它；课程不装 {library}"
+        f"（PyPI 上只有源码包，它的 kernel 要在本机编译，新版本还要求比 vLLM 0.26.0 锁定的 torch 2.11 更新的 torch）。"
+        f"所以这一步什么也不读、不算、不写。本实验用 vLLM 的部分照常运行"
+        f"（vLLM 自带 AWQ 的 kernel）。要做这一步，换 bf16 基座：在 24 GB 的卡上运行 `bash autodl/setup.sh`"
+        f"（不加 --awq；用 --awq 时若在本机训练过 adapter，bf16 基座已经下载好，不会重下），再从头运行本实验。")}
 
 
 @replayable
@@ -81,35 +110,41 @@ def compare_with_peft(lora_linear, prof, layer=0, projections=("q_proj", "down_p
     from transformers.utils import logging as hf_logging
     hf_logging.disable_progress_bar()             # no loading bars in the notebook
 
+    if quantization(prof.base_model):             # an AWQ int4 base: transformers cannot load it here
+        return _not_on_a_quantized_base(prof, "与 peft 的比对")
     torch.manual_seed(seed)
     names = list(prof.adapters)
     base = AutoModelForCausalLM.from_pretrained(prof.base_model, dtype=getattr(torch, prof.host_dtype))
-    model = PeftModel.from_pretrained(base, prof.adapter(names[0]), adapter_name=names[0])
-    for name in names[1:]:
-        model.load_adapter(prof.adapter(name), adapter_name=name)
-    decoder = model.base_model.model.model.layers[layer]
-    rows = []
-    for proj in projections:
-        mod = getattr(decoder.self_attn if hasattr(decoder.self_attn, proj) else decoder.mlp, proj).float()
-        here = [name for name in names if name in mod.lora_A]      # adapters that target this projection
-        ranks = [mod.lora_A[name].weight.shape[0] for name in here]
-        k, d, r_max = mod.base_layer.in_features, mod.base_layer.out_features, max(ranks)
-        A, B = torch.zeros(len(here), r_max, k), torch.zeros(len(here), d, r_max)
-        for a, name in enumerate(here):
-            A[a, :ranks[a]] = mod.lora_A[name].weight
-            B[a, :, :ranks[a]] = mod.lora_B[name].weight
-        scaling = torch.tensor([mod.scaling[name] for name in here])
-        idx = torch.tensor(list(range(-1, len(here))) * 3)           # every adapter and the base, 3 rows each
-        x = torch.randn(len(idx), k)
-        with torch.no_grad():
-            ref = mod(x, adapter_names=[here[a] if a >= 0 else "__base__" for a in idx.tolist()])
-            mine = lora_linear(x, mod.base_layer.weight, mod.base_layer.bias, A, B, scaling, idx)
-            plain = mod.base_layer(x)
-        rows.append({"layer": f"layers.{layer}.{proj}", "shape (d, k)": f"({d}, {k})",
-                     "adapters (rank)": ", ".join(f"{n} ({r})" for n, r in zip(here, ranks)), "rows": len(idx),
-                     "max |LoRA delta|": round(float((ref - plain).abs().max()), 2),
-                     "max |mine - peft|": float((mine - ref).abs().max())})
-    return rows
+    try:
+        model = PeftModel.from_pretrained(base, prof.adapter(names[0]), adapter_name=names[0])
+        for name in names[1:]:
+            model.load_adapter(prof.adapter(name), adapter_name=name)
+        decoder = model.base_model.model.model.layers[layer]
+        rows = []
+        for proj in projections:
+            mod = getattr(decoder.self_attn if hasattr(decoder.self_attn, proj) else decoder.mlp, proj).float()
+            here = [name for name in names if name in mod.lora_A]      # adapters that target this projection
+            ranks = [mod.lora_A[name].weight.shape[0] for name in here]
+            k, d, r_max = mod.base_layer.in_features, mod.base_layer.out_features, max(ranks)
+            A, B = torch.zeros(len(here), r_max, k), torch.zeros(len(here), d, r_max)
+            for a, name in enumerate(here):
+                A[a, :ranks[a]] = mod.lora_A[name].weight
+                B[a, :, :ranks[a]] = mod.lora_B[name].weight
+            scaling = torch.tensor([mod.scaling[name] for name in here])
+            idx = torch.tensor(list(range(-1, len(here))) * 3)           # every adapter and the base, 3 rows each
+            x = torch.randn(len(idx), k)
+            with torch.no_grad():
+                ref = mod(x, adapter_names=[here[a] if a >= 0 else "__base__" for a in idx.tolist()])
+                mine = lora_linear(x, mod.base_layer.weight, mod.base_layer.bias, A, B, scaling, idx)
+                plain = mod.base_layer(x)
+            rows.append({"layer": f"layers.{layer}.{proj}", "shape (d, k)": f"({d}, {k})",
+                         "adapters (rank)": ", ".join(f"{n} ({r})" for n, r in zip(here, ranks)), "rows": len(idx),
+                         "max |LoRA delta|": round(float((ref - plain).abs().max()), 2),
+                         "max |mine - peft|": float((mine - ref).abs().max())})
+        return rows
+    finally:   # free the base now (a bf16 7B: ~15 GB of host RAM), also when lora_linear raised: a notebook keeps
+        base = model = decoder = mod = None       # the traceback, and with it this function's variables
+        gc.collect()
 
 
 @replayable
@@ -123,12 +158,18 @@ def merge_adapter(prof, name, out_dir):
     from ..gpu.checks import require_free_disk
     hf_logging.disable_progress_bar()
 
+    if quantization(prof.base_model):             # an AWQ int4 base: transformers cannot load it here
+        return _not_on_a_quantized_base(prof, f"合并 {name}")
     out = Path(out_dir) / name
     size = memory.weight_bytes(memory.load_config(prof.base_model), prof.host_dtype).total   # one full copy
     require_free_disk(out_dir, size, f"the merged model {name!r}")      # a clear error, not a half-written copy
     base = AutoModelForCausalLM.from_pretrained(prof.base_model, dtype=getattr(torch, prof.host_dtype))
-    merged = PeftModel.from_pretrained(base, prof.adapter(name)).merge_and_unload()   # W + (alpha/r) B A
-    merged.save_pretrained(out, safe_serialization=True)
+    try:
+        merged = PeftModel.from_pretrained(base, prof.adapter(name)).merge_and_unload()   # W + (alpha/r) B A
+        merged.save_pretrained(out, safe_serialization=True)
+    finally:   # free it now, also when the save failed (the traceback would keep it): the lab's next cell
+        base = merged = None                      # starts vLLM engines
+        gc.collect()
     for f in ["tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"]:
         if (Path(prof.base_model) / f).is_file():
             shutil.copy(Path(prof.base_model) / f, out / f)

@@ -24,6 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .. import processes
+from ..arch import quantization
 from ..paths import REPO
 from ..profiles import Profile
 from ..replay import keys
@@ -151,8 +152,7 @@ def loaded_by(path: str | Path) -> list[tuple[object, str]]:
 
 def _refuse_quantized(prof: Profile) -> None:
     """peft trains on the bf16 base, not on an int4 copy (``autodl/setup.sh --awq``): say so before the child starts."""
-    config = Path(prof.base_model) / "config.json"
-    quant = json.loads(config.read_text()).get("quantization_config") if config.is_file() else None
+    quant = quantization(prof.base_model)
     if quant:
         raise TrainingError(f"这个基座是量化过的（{quant.get('quant_method', 'quantized')}）：peft 不在 int4 权重上训练。"
                             f"在 bf16 基座上训练（`bash autodl/setup.sh` 不加 --awq，要 24 GB 的卡），"

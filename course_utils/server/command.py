@@ -88,7 +88,7 @@ class Launch:
         self.max_loras = self.max_loras if self.max_loras is not None else self.profile.max_loras
         self.max_lora_rank = self.max_lora_rank if self.max_lora_rank is not None else self.profile.max_lora_rank
         self.api_key = self.api_key or ("sk-course-" + secrets.token_hex(12))
-        self.served_model_name = self.served_model_name or Path(self.profile.base_model).name
+        self.served_model_name = self.served_model_name or self.profile.base_name
         if self.use_cli is None:
             self.use_cli = self.profile.hardware == "cuda" and cli_works()
 
