@@ -109,6 +109,7 @@ def test_cpu_command_uses_module_entrypoint_and_both_lora_module_forms():
     assert cmd[i + 1] == "sql=/a/sql"
     assert json.loads(cmd[i + 2]) == {"name": "support", "path": "/a/support", "base_model_name": "base"}
     assert "--enable-lora" in cmd and cmd[cmd.index("--dtype") + 1] == "float32"
+    assert cmd[cmd.index("--generation-config") + 1] == "vllm", "no sampling defaults from the model's file (L1)"
     shown = s.display_command
     assert "<port>" in shown and "<api-key>" in shown and s.api_key not in shown and "8123" not in shown
     assert shown.startswith("python -m vllm.entrypoints.openai.api_server --model data/tiny/base")
@@ -118,6 +119,7 @@ def test_gpu_command_is_vllm_serve_by_the_script_beside_python():
     s = Server(TINY, ["sql=/a"], use_cli=True)
     assert s.command[:3] == [str(Path(sys.executable).with_name("vllm")), "serve", TINY.base_model]
     assert s.display_command.startswith("vllm serve data/tiny/base ")
+    assert "--generation-config vllm" in s.display_command    # the line a student copies has it too
 
 
 def test_gpu_launch_does_not_depend_on_path(tmp_path, monkeypatch):
