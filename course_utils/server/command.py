@@ -36,9 +36,9 @@ CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 # Engine settings of a profile that map to server flags (the LoRA knobs are explicit arguments); Lab 07's
 # Ray Serve replicas get the same ones as engine_kwargs (course_utils/scale/driver.py).
 ENGINE_FLAGS = ("dtype", "max_model_len", "max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization", "seed")
-SHOWN_ENV = ("VLLM_ALLOW_RUNTIME_LORA_UPDATING",)
+SHOWN_ENV = ("VLLM_ALLOW_RUNTIME_LORA_UPDATING",)  # environment shown in front of the command on the page
 # The model's generation_config.json gives no sampling defaults to a course server (module docstring; Lab 04).
-GENERATION_CONFIG = "vllm"  # environment shown in front of the command on the page
+GENERATION_CONFIG = "vllm"
 
 
 def lora_module_arg(spec) -> str:
