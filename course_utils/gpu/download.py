@@ -11,6 +11,10 @@
   ``HF_ENDPOINT=https://hf-mirror.com`` (unless ``HF_ENDPOINT`` is already set).
   The llama3b adapter ``jeeejeee/llama32-3b-text2sql-spider`` always comes
   from there.
+* ``--print-sources`` names the sources the plan uses; ``--only-from SOURCE``
+  fetches only the items that come from it. ``setup.sh`` uses them to turn
+  AutoDL's academic proxy on for Hugging Face only: ModelScope is a domestic
+  site, which the proxy slows down or breaks.
 
 Files go to ``<models_dir>/models/<name>`` and ``<models_dir>/adapters/<name>``
 (:func:`course_utils.profiles.models_dir`); a model that is already complete
@@ -494,14 +498,24 @@ def main(argv=None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="say what would be downloaded; change nothing")
     ap.add_argument("--verify-only", action="store_true",
                     help="download nothing: check, record complete models in paths.json, exit 1 if any is missing")
+    ap.add_argument("--print-sources", action="store_true",
+                    help="print the sources the plan downloads from (e.g. 'modelscope hf') and exit")
+    ap.add_argument("--only-from", choices=["modelscope", "hf"],
+                    help="only the items that come from this source (setup.sh: the proxy for hf only)")
     args = ap.parse_args(argv)
-    models_dir = (args.models_dir or default_models_dir()).resolve()
     try:
         items = plan_items(args.profile, args.awq, args.with_bf16)
     except ValueError as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return 2
     serve_key = items[-1].key if args.profile == "qwen7b" else "llama3b"
+    sources = list(dict.fromkeys(source_for(item, args.source) for item in items))
+    if args.print_sources:
+        print(" ".join(sources))
+        return 0
+    if args.only_from:
+        items = [item for item in items if source_for(item, args.source) == args.only_from]
+    models_dir = (args.models_dir or default_models_dir()).resolve()
     roots = search_roots(models_dir)
     print(f"models folder: {models_dir}")
     for item in items:
