@@ -37,7 +37,9 @@ STEP_S = 0.025          # one decode step at batch <= 64: 15 GB read at ~1 TB/s 
 # One-time setup of a fresh instance (``bash autodl/setup.sh``), also estimates. The sizes and the step
 # counts are read from the setup's own code; the rates are not measured on AutoDL.
 INSTALL_S = 600.0       # vllm 0.26.0 (a 304 MB wheel) with torch and its CUDA libraries (several GB) from the
-                        # mirror the setup uses, unpacked on the data disk
+                        # mirror the setup uses, unpacked on the data disk, by a GPU instance's CPUs. Not for
+                        # AutoDL's no-GPU mode (无卡模式: reportedly a fraction of a core and 2 GB of RAM), where
+                        # unpacking and byte-compiling ~8 GB of wheels is much slower: no estimate for it here.
 DOWNLOAD_MB_S = 50.0    # ModelScope to an AutoDL instance, sustained
 TRAIN_STEP_S = 1.0      # one optimizer step of the trainer on a 4090 (batch 8, bf16 7B, gradient checkpointing):
                         # ~5e13 FLOPs (6 x 7.6e9 parameters x ~800 tokens, + 1/3 recomputed) at ~40% of 165 TFLOPS
@@ -192,7 +194,9 @@ def main(argv=None) -> int:
           "`--no-gpu`):")
     print(setup.to_string(index=False))
     print(f"(estimates: {a.install:.0f} s to install, {a.download_mb_s:.0f} MB/s, {a.train_step:.1f} s per training "
-          f"step, {TRAIN_LOAD_S:.0f} s per base load; none measured on AutoDL)\n")
+          f"step, {TRAIN_LOAD_S:.0f} s per base load; none measured on AutoDL. The install time is for an instance "
+          f"with its GPU: 无卡模式 has a fraction of a core and about 2 GB of RAM, and installs much more slowly "
+          f"there; not estimated)\n")
     print("the labs:")
     t = table(price=a.price, engine_start=a.engine_start, server_extra=a.server_extra, step=a.step,
               train_step=a.train_step)

@@ -202,6 +202,30 @@ def test_the_setup_counts_lab05s_merged_copy_on_the_repositorys_disk():
     assert "NOT ENOUGH" in line
 
 
+def test_the_readme_disk_figures_are_the_setups_own_plan():
+    """S12: autodl/README.md sized the 50 GB data disk without Lab 05's temporary merged copy, which the
+    setup's check (lab_disk_lines) counts. The README's table is what `checks disk-plan` prints."""
+    readme = (REPO / "autodl" / "README.md").read_text(encoding="utf-8")
+    assert "<!-- disk-plan -->" in readme, "autodl/README.md has no disk-plan table (python3 autodl/run_module.py " \
+                                           "course_utils.gpu.checks disk-plan prints it)"
+    shown = readme.split("<!-- disk-plan -->", 1)[1].split("<!-- /disk-plan -->", 1)[0].strip()
+    assert shown == gpu_checks.disk_plan_table(), "autodl/README.md's disk table is stale"
+    plan = gpu_checks.disk_plan("qwen7b")
+    # what the setup's disk check and Lab 05's line add up to on a fresh data disk holding the repository
+    needs = gpu_checks.disk_needs(download.ITEMS["qwen7b"].approx_bytes, venv_ready=False, train=True,
+                                  adapters_done=False)
+    assert plan["total"] == (sum(n.bytes for n in needs) + gpu_checks.merged_copy_bytes("qwen7b")
+                             + gpu_checks.MARGIN_BYTES)
+    row = next(line for line in readme.splitlines() if line.startswith("| 数据盘 |"))
+    assert f"{plan['total'] / gpu_checks.GIB:.1f} GiB" in row, row
+    rows = {"root": gpu_checks.parse_df(df("/", 20)), "data": gpu_checks.parse_df(df("/root/autodl-tmp", 0))}
+    rows["venv"] = rows["data"]
+    for free, verdict in ((plan["total"], "OK"), (plan["total"] - 2**20, "NOT ENOUGH")):
+        rows["data"] = rows["venv"] = gpu_checks.DfRow("/root/autodl-tmp", free, 50 * 2**30)
+        assert gpu_checks.disk_verdict(rows, needs).ok
+        assert verdict in gpu_checks.lab_disk_lines(rows, "qwen7b", needs)[0]
+
+
 def test_require_free_disk_says_how_much_and_what_to_do(tmp_path, monkeypatch):
     import collections
 

@@ -290,12 +290,51 @@ def merged_copy_bytes(profile: str) -> int:
 def lab_disk_lines(rows: dict[str, DfRow], profile: str, needs: list[Need]) -> list[str]:
     """What the labs write for a while (not the setup): a note, or a warning when the repository's disk
     will not hold it after the setup's own needs."""
+    if profile != "qwen7b":  # llama3b's labs open in read mode (profiles.py): Lab 05 writes nothing there
+        return []
     row = rows["venv"]
     after = row.avail_bytes - sum(n.bytes for n in needs if rows[n.where].mount == row.mount)
     need = merged_copy_bytes(profile)
     verdict = "OK" if after >= need + MARGIN_BYTES else "NOT ENOUGH: Lab 05's merge section will stop with this message"
     return [(f"labs: Lab 05 writes a merged copy of the base ({need / GIB:.1f} GiB) under build/ on {row.mount} and "
              f"removes it when the section ends; {max(after, 0) / GIB:.1f} GiB will be free there after setup: {verdict}")]
+
+
+# The data disk of a fresh instance with the repository cloned onto it (autodl/README.md §2), per setup
+# command: what the setup's disk check (step 2) and its Lab 05 line add up to. autodl/README.md shows this
+# table (tests/test_autodl.py compares): `python3 autodl/run_module.py course_utils.gpu.checks disk-plan`.
+DISK_PLAN_ROWS = (
+    ("`bash autodl/setup.sh`（24 GB 卡，训练 adapter）", "qwen7b", False, False),
+    ("`--awq`（16 GB 卡；adapter 从 4090 实例复制来）", "qwen7b", True, False),
+    ("`--awq`（24 GB 卡：另下 bf16 基座并训练）", "qwen7b", True, True),
+    ("`--profile llama3b`", "llama3b", False, False),
+)
+
+
+def disk_plan(profile: str, awq: bool = False, with_bf16: bool = False) -> dict[str, int]:
+    """Bytes a fresh data disk must hold (repository, venv and caches on it), by kind, and their total: the
+    setup's needs, Lab 05's temporary merged copy and the margin the checks keep."""
+    from . import download  # standard library only as well
+
+    model = sum(i.approx_bytes for i in download.plan_items(profile, awq=awq, with_bf16=with_bf16))
+    plan = {"venv": VENV_BYTES, "pip": PIP_CACHE_BYTES, "model": model,
+            # trained here, or (16 GB card) copied from a 4090 instance: on the disk all the same
+            "adapters": ADAPTERS_BYTES if profile == "qwen7b" else 0,
+            "merged": merged_copy_bytes(profile) if profile == "qwen7b" else 0,
+            "margin": MARGIN_BYTES}
+    plan["total"] = sum(plan.values())
+    return plan
+
+
+def disk_plan_table() -> str:
+    """The plan as the Markdown table of autodl/README.md (GiB, as `df -h` and the setup's messages count)."""
+    lines = ["| 命令 | 虚拟环境 | pip 缓存 | 下载的模型 | 4 个 adapter | Lab 05 的临时合并副本 | 余量 | 合计 |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for label, profile, awq, with_bf16 in DISK_PLAN_ROWS:
+        p = disk_plan(profile, awq, with_bf16)
+        cells = [f"{p[k] / GIB:.1f}" if p[k] else "–" for k in ("venv", "pip", "model", "adapters", "merged", "margin")]
+        lines.append(f"| {label} | {' | '.join(cells)} | **{p['total'] / GIB:.1f} GiB** |")
+    return "\n".join(lines)
 
 
 def require_free_disk(path, need_bytes: int, what: str) -> None:
@@ -388,7 +427,11 @@ def main(argv=None) -> int:
     d.add_argument("--df-venv", help="output of df -Pk <folder of the venv>")
     d.add_argument("--venv-ready", action="store_true")
     d.add_argument("--train", action="store_true", help="the adapters will be trained here")
+    sub.add_parser("disk-plan", help="print the data-disk table of autodl/README.md (a fresh instance)")
     args = ap.parse_args(argv)
+    if args.cmd == "disk-plan":
+        print(disk_plan_table())
+        return 0
     if args.cmd == "gpu":
         v = gpu_verdict(args.smi, args.smi_rc, args.profile, args.awq, args.variant)
     else:
