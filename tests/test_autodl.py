@@ -96,7 +96,7 @@ def test_parse_nvidia_smi_with_and_without_compute_cap():
 def test_good_driver_passes():
     v = gpu_checks.gpu_verdict(SMI_4090, 0, "qwen7b")
     assert v.ok, v.text()
-    assert "OK for profile qwen7b" in v.text()
+    assert "可以跑配置 qwen7b" in v.text()
 
 
 def test_too_old_driver_fails_and_says_what_to_do():
@@ -111,14 +111,14 @@ def test_too_old_driver_fails_and_says_what_to_do():
 
 def test_driver_too_old_even_for_cuda12():
     v = gpu_checks.gpu_verdict("NVIDIA GeForce RTX 3090, 24576 MiB, 470.82.01", 0, "qwen7b")
-    assert not v.ok and "only another host helps" in v.text() and "--cuda12" not in v.text()
+    assert not v.ok and "只能换主机" in v.text() and "--cuda12" not in v.text()
     v = gpu_checks.gpu_verdict("NVIDIA GeForce RTX 3090, 24576 MiB, 470.82.01", 0, "qwen7b", variant="cu129")
     assert not v.ok and v.kind == "driver"
 
 
 def test_no_gpu_and_missing_nvidia_smi():
     v = gpu_checks.gpu_verdict(None)
-    assert not v.ok and v.kind == "missing" and "nvidia-smi not found" in v.text() and "--no-gpu" in v.text()
+    assert not v.ok and v.kind == "missing" and "找不到 nvidia-smi" in v.text() and "--no-gpu" in v.text()
     v = gpu_checks.gpu_verdict("No devices were found", 6)
     assert not v.ok and v.kind == "no-gpu" and "无卡模式" in v.text()
     v = gpu_checks.gpu_verdict("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", 9)
@@ -130,8 +130,8 @@ def test_gpu_memory_per_profile():
     assert not v.ok and v.kind == "memory" and "--awq" in v.text()
     assert gpu_checks.gpu_verdict(SMI_4080, 0, "qwen7b", awq=True).ok
     assert gpu_checks.gpu_verdict(SMI_4080, 0, "llama3b").ok
-    assert "train adapters here: yes" in gpu_checks.gpu_verdict(SMI_4090).text()
-    assert "train adapters here: no" in gpu_checks.gpu_verdict(SMI_4080, awq=True).text()
+    assert "在这里训练 adapter：是" in gpu_checks.gpu_verdict(SMI_4090).text()
+    assert "在这里训练 adapter：否" in gpu_checks.gpu_verdict(SMI_4080, awq=True).text()
 
 
 def test_pre_turing_gpu_is_refused():
@@ -170,7 +170,7 @@ def test_disk_verdict_full_system_disk():
     rows["venv"] = rows["root"]
     v = gpu_checks.disk_verdict(rows, gpu_checks.disk_needs(0, venv_ready=False, train=False, adapters_done=True))
     assert not v.ok and v.kind == "disk"
-    assert "disk / has 3.0 GiB free" in v.text() and "pip cache purge" in v.text()
+    assert "磁盘 / 只剩 3.0 GiB" in v.text() and "pip cache purge" in v.text()
 
 
 def test_disk_verdict_full_data_disk_counts_everything_on_it():
@@ -196,10 +196,10 @@ def test_the_setup_counts_lab05s_merged_copy_on_the_repositorys_disk():
     needs = gpu_checks.disk_needs(download.ITEMS["qwen7b"].approx_bytes, venv_ready=False, train=True,
                                   adapters_done=False)
     line = gpu_checks.lab_disk_lines(rows, "qwen7b", needs)[0]
-    assert "Lab 05" in line and "14.2 GiB" in line and line.endswith("OK")
+    assert "Lab 05" in line and "14.2 GiB" in line and line.endswith("放得下")
     rows["data"] = rows["venv"] = gpu_checks.parse_df(df("/root/autodl-tmp", 35))
     line = gpu_checks.lab_disk_lines(rows, "qwen7b", needs)[0]
-    assert "NOT ENOUGH" in line
+    assert "放不下" in line
 
 
 def test_the_readme_disk_figures_are_the_setups_own_plan():
@@ -220,7 +220,7 @@ def test_the_readme_disk_figures_are_the_setups_own_plan():
     assert f"{plan['total'] / gpu_checks.GIB:.1f} GiB" in row, row
     rows = {"root": gpu_checks.parse_df(df("/", 20)), "data": gpu_checks.parse_df(df("/root/autodl-tmp", 0))}
     rows["venv"] = rows["data"]
-    for free, verdict in ((plan["total"], "OK"), (plan["total"] - 2**20, "NOT ENOUGH")):
+    for free, verdict in ((plan["total"], "放得下"), (plan["total"] - 2**20, "放不下")):
         rows["data"] = rows["venv"] = gpu_checks.DfRow("/root/autodl-tmp", free, 50 * 2**30)
         assert gpu_checks.disk_verdict(rows, needs).ok
         assert verdict in gpu_checks.lab_disk_lines(rows, "qwen7b", needs)[0]
@@ -231,9 +231,9 @@ def test_require_free_disk_says_how_much_and_what_to_do(tmp_path, monkeypatch):
 
     usage = collections.namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(100 * 2**30, 90 * 2**30, 3 * 2**30))
-    with pytest.raises(RuntimeError, match=r"needs 14\.2 GiB .* only 3\.0 GiB is free.*扩容数据盘"):
+    with pytest.raises(RuntimeError, match=r"需要 .*有 14\.2 GiB.*只剩 3\.0 GiB.*扩容数据盘"):
         gpu_checks.require_free_disk(tmp_path / "build" / "05_merged", download.ITEMS["qwen7b"].approx_bytes,
-                                     "the merged model")
+                                     "合并后的模型")
     gpu_checks.require_free_disk(tmp_path / "x", 1 * 2**30, "a small file")   # 1 GiB + margin fits in 3 GiB
 
 
@@ -255,7 +255,7 @@ def test_modelscope_folder_name():
 def test_complete_model_verifies(tmp_path):
     chk = download.verify_model(make_model(tmp_path / "m"), download.ITEMS["qwen7b"])
     assert chk.complete, chk.summary()
-    assert chk.summary().startswith("complete")
+    assert chk.summary().startswith("完整")
 
 
 def test_partial_model_names_the_missing_shard(tmp_path):
@@ -271,7 +271,7 @@ def test_truncated_and_empty_shards_are_caught(tmp_path):
     chk = download.verify_model(m, download.ITEMS["qwen7b"])
     assert not chk.complete and chk.broken and chk.broken[0].startswith("model-00002-of-00002.safetensors")
     (m / "model-00002-of-00002.safetensors").write_bytes(b"")
-    assert "empty" in download.verify_model(m, download.ITEMS["qwen7b"]).summary()
+    assert "空文件" in download.verify_model(m, download.ITEMS["qwen7b"]).summary()
 
 
 def test_missing_index_and_config(tmp_path):
@@ -338,7 +338,7 @@ def test_adapter_verification(tmp_path):
     item = download.ITEMS["llama3b-sql"]
     assert download.verify_adapter(make_adapter(tmp_path / "a", rank=16), item).complete
     assert "rank 32" in download.verify_adapter(make_adapter(tmp_path / "b", rank=32), item).summary()
-    assert download.verify_adapter(tmp_path / "c", item).missing == ["the whole folder"]
+    assert download.verify_adapter(tmp_path / "c", item).missing == ["整个文件夹"]
     (tmp_path / "c").mkdir()
     assert download.verify_adapter(tmp_path / "c", item).missing == ["adapter_config.json", "adapter_model.safetensors"]
 
@@ -347,11 +347,11 @@ def test_unreadable_config_is_broken_for_models_and_adapters(tmp_path):
     m = make_model(tmp_path / "m")
     (m / "config.json").write_text("{not json")
     chk = download.verify_model(m, download.ITEMS["qwen7b"])
-    assert not chk.complete and chk.broken[0].startswith("config.json: not valid JSON")
+    assert not chk.complete and chk.broken[0].startswith("config.json：不是合法的 JSON")
     a = make_adapter(tmp_path / "a")
     (a / "adapter_config.json").write_text("{not json")
     chk = download.verify_adapter(a, download.ITEMS["llama3b-sql"])
-    assert chk.broken[0].startswith("adapter_config.json: not valid JSON") and not chk.missing
+    assert chk.broken[0].startswith("adapter_config.json：不是合法的 JSON") and not chk.missing
 
 
 def test_plan_items():
@@ -408,7 +408,7 @@ def run_download(argv, capsys):
 
 def test_download_dry_run_changes_nothing(tmp_path, capsys):
     rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(tmp_path), "--dry-run"], capsys)
-    assert rc == 0 and "would download Qwen2.5-7B-Instruct from ModelScope (Qwen/Qwen2.5-7B-Instruct)" in out
+    assert rc == 0 and "将从 ModelScope（Qwen/Qwen2.5-7B-Instruct）下载 Qwen2.5-7B-Instruct" in out
     assert list(tmp_path.iterdir()) == []
 
 
@@ -433,11 +433,11 @@ def test_download_fetches_resumes_and_records(tmp_path, capsys, monkeypatch):
     target = make_model(models_dir / "models" / "Qwen2.5-7B-Instruct", truncate=("model-00001-of-00002.safetensors",))
     rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(models_dir)], capsys)
     assert rc == 0, out
-    assert "incomplete" in out and "removed the cut-off file model-00001-of-00002.safetensors" in out
+    assert "不完整" in out and "删掉了截断的文件 model-00001-of-00002.safetensors" in out
     assert calls == [("Qwen/Qwen2.5-7B-Instruct", target.resolve())]
     assert read_paths_file(models_dir)["qwen7b"]["base"] == str(target.resolve())
     rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(models_dir)], capsys)
-    assert rc == 0 and len(calls) == 1 and "[ok] Qwen2.5-7B-Instruct: complete" in out
+    assert rc == 0 and len(calls) == 1 and "[ok] Qwen2.5-7B-Instruct：完整" in out
 
 
 def test_download_that_stays_partial_says_how_to_resume(tmp_path, capsys, monkeypatch):
@@ -447,8 +447,8 @@ def test_download_that_stays_partial_says_how_to_resume(tmp_path, capsys, monkey
     monkeypatch.setattr(download, "DOWNLOADERS", {"modelscope": flaky})
     rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(tmp_path)], capsys)
     assert rc == 1
-    assert "missing: model-00004-of-00004.safetensors" in out
-    assert "To continue (resumes, keeps complete files): python -m course_utils.gpu.download --profile qwen7b" in out
+    assert "缺少：model-00004-of-00004.safetensors" in out
+    assert "接着下载（保留已完整的文件）：python -m course_utils.gpu.download --profile qwen7b" in out
     assert not (tmp_path / "paths.json").exists()
 
 
@@ -543,17 +543,17 @@ def test_train_all_resumes_and_never_leaves_half_an_adapter(tmp_path, monkeypatc
 def test_gpu_adapters_dry_run_and_llama3b(tmp_path, capsys):
     assert gpu_adapters.main(["--dry-run", "--models-dir", str(tmp_path), "--tasks", "sql,json"]) == 0
     out = capsys.readouterr().out
-    assert "adapter sql (rank 16" in out and "adapter json (rank 64" in out and "support" not in out
+    assert "adapter sql（rank 16" in out and "adapter json（rank 64" in out and "support" not in out
     assert list(tmp_path.iterdir()) == []
     assert gpu_adapters.main(["--profile", "llama3b"]) == 0
-    assert "nothing to train" in capsys.readouterr().out
+    assert "没有要训练的" in capsys.readouterr().out
 
 
 def test_gpu_adapters_refuses_the_awq_base(tmp_path, capsys):
     awq = make_model(tmp_path / "awq", "qwen7b-awq")
     rc = gpu_adapters.main(["--models-dir", str(tmp_path), "--base", str(awq)])
     err = capsys.readouterr().err
-    assert rc == 1 and "not on the AWQ one" in err
+    assert rc == 1 and "不在 AWQ 基座上" in err
 
 
 # --------------------------------------------------------------------------
@@ -614,20 +614,20 @@ def test_setup_dry_run_prints_the_whole_plan_and_changes_nothing(box):
         assert f"==> [{n}/7]" in r.out
     models = box.tmp / "autodl-tmp" / "course"
     for expected in (
-        "driver 580.65.06 >= 580",
-        "OK for profile qwen7b",
-        f"would run: {sys.executable} -m venv {box.tmp / 'venv'}",
+        "驱动 580.65.06 >= 580",
+        "可以跑配置 qwen7b",
+        f"将运行：{sys.executable} -m venv {box.tmp / 'venv'}",
         "-m pip install -e '.[gpu]' ipykernel",
         "-m ipykernel install --user --name multi-lora-course",
-        "would download Qwen2.5-7B-Instruct from ModelScope (Qwen/Qwen2.5-7B-Instruct)",
-        f"into {models / 'models' / 'Qwen2.5-7B-Instruct'}",
+        "将从 ModelScope（Qwen/Qwen2.5-7B-Instruct）下载 Qwen2.5-7B-Instruct",
+        f"下载 Qwen2.5-7B-Instruct 到 {models / 'models' / 'Qwen2.5-7B-Instruct'}",
         # ModelScope is domestic: no academic proxy for it (L2)
-        f"would run: {box.tmp / 'venv' / 'bin' / 'python'} -m course_utils.gpu.download --profile qwen7b --source modelscope --only-from modelscope",
-        "adapter json (rank 64",
+        f"将运行：{box.tmp / 'venv' / 'bin' / 'python'} -m course_utils.gpu.download --profile qwen7b --source modelscope --only-from modelscope",
+        "adapter json（rank 64",
         "-m course_utils.gpu.train_adapters --profile qwen7b",
         f"HF_HOME={box.tmp / 'autodl-tmp' / 'cache' / 'huggingface'}",
         f"PIP_CACHE_DIR={box.tmp / 'autodl-tmp' / 'cache' / 'pip'}",
-        "Done (dry run: nothing was changed)",
+        "完成（试运行：没有改动任何东西）",
     ):
         assert expected in r.out, expected
     assert "network_turbo" not in r.out
@@ -637,12 +637,12 @@ def test_setup_dry_run_prints_the_whole_plan_and_changes_nothing(box):
 def test_setup_dry_run_variants(box):
     r = box.run("--dry-run", "--profile", "llama3b", "--source", "hf", "--skip-train")
     assert r.rc == 0, r.all
-    assert "meta-llama/Llama-3.2-3B-Instruct via https://hf-mirror.com" in r.out
-    assert f"source {box.tmp / 'network_turbo'} && " in r.out and "--only-from hf; then unset http_proxy" in r.out
-    assert "jeeejeee/llama32-3b-text2sql-spider" in r.out and "nothing to train" not in r.err
+    assert "meta-llama/Llama-3.2-3B-Instruct，经 https://hf-mirror.com" in r.out
+    assert f"source {box.tmp / 'network_turbo'} && " in r.out and "--only-from hf，之后 unset http_proxy" in r.out
+    assert "jeeejeee/llama32-3b-text2sql-spider" in r.out and "没有要训练的" not in r.err
     r = box.run("--dry-run", "--awq", FAKE_SMI=SMI_4080)
     assert r.rc == 0, r.all
-    assert "Qwen/Qwen2.5-7B-Instruct-AWQ" in r.out and "too little memory to train" in r.out
+    assert "Qwen/Qwen2.5-7B-Instruct-AWQ" in r.out and "显存太小，没法在 bf16 7B 基座上训练" in r.out
     r = box.run("--dry-run", "--cuda12", FAKE_SMI=SMI_4090_OLD_DRIVER)
     assert r.rc == 0, r.all
     assert "vllm==0.26.0+cu129" in r.out and "https://wheels.vllm.ai/0.26.0/cu129" in r.out
@@ -651,35 +651,35 @@ def test_setup_dry_run_variants(box):
 def test_setup_too_old_driver_fails_clearly(box):
     r = box.run("--dry-run", FAKE_SMI=SMI_4090_OLD_DRIVER)
     assert r.rc == 1
-    assert "driver 570.124.04 is too old" in r.err and "--cuda12" in r.err
-    assert "continue with:\n    bash autodl/setup.sh --dry-run" in r.err
+    assert "驱动 570.124.04 太旧" in r.err and "--cuda12" in r.err
+    assert "用这条命令继续：\n    bash autodl/setup.sh --dry-run" in r.err
     assert "==> [2/7]" not in r.out
 
 
 def test_setup_full_disk_fails_clearly(box):
     r = box.run("--dry-run", FAKE_ROOT_KB=str(3 * 1024**2))
-    assert r.rc == 1 and "disk / has 3.0 GiB free" in r.err and "not enough free disk space" in r.err
+    assert r.rc == 1 and "磁盘 / 只剩 3.0 GiB" in r.err and "磁盘空间不够" in r.err
     r = box.run("--dry-run", FAKE_DATA_KB=str(10 * 1024**2))
-    assert r.rc == 1 and "disk /root/autodl-tmp has 10.0 GiB free" in r.err
+    assert r.rc == 1 and "磁盘 /root/autodl-tmp 只剩 10.0 GiB" in r.err
 
 
 def test_setup_without_gpu(box):
     r = box.run("--dry-run", FAKE_SMI="No devices were found", FAKE_SMI_RC="6")
     assert r.rc == 1 and "无卡模式" in r.err
     r = box.run("--dry-run", "--no-gpu")
-    assert r.rc == 0 and "not training now" in r.out, r.all
+    assert r.rc == 0 and "现在不训练" in r.out, r.all
 
 
 def test_setup_nvidia_smi_missing(box):
     (box.bin / "nvidia-smi").unlink()
     path = ":".join(p for p in box.env["PATH"].split(":") if not (Path(p) / "nvidia-smi").exists())
     r = box.run("--dry-run", PATH=path)
-    assert r.rc == 1 and "nvidia-smi not found" in r.err
+    assert r.rc == 1 and "找不到 nvidia-smi" in r.err
 
 
 def test_setup_rejects_bad_flags(box):
     r = box.run("--profile", "gpt5")
-    assert r.rc == 2 and "--profile must be qwen7b or llama3b" in r.err
+    assert r.rc == 2 and "--profile 只能是 qwen7b 或 llama3b" in r.err
     r = box.run("--awq", "--profile", "llama3b")
     assert r.rc == 2
     assert box.run("--help").rc == 0
@@ -687,7 +687,7 @@ def test_setup_rejects_bad_flags(box):
     old_py.write_text("#!/bin/sh\necho Python 3.8.10\n")
     old_py.chmod(0o755)
     r = box.run("--dry-run", PYTHON=str(old_py))
-    assert r.rc == 1 and "Python 3.8.10; vLLM 0.26.0 needs Python 3.10-3.13" in r.err
+    assert r.rc == 1 and "Python 3.8.10；vLLM 0.26.0 需要 Python 3.10-3.13" in r.err
 
 
 def test_setup_second_run_does_nothing_twice(box):
@@ -718,10 +718,10 @@ exec {sys.executable} "$@"
         make_adapter(models / "adapters" / "qwen7b" / t)
     r = box.run(FAKE_ROOT_KB=str(int(2.5 * 1024**2)), FAKE_DATA_KB=str(512 * 1024))
     assert r.rc == 0, r.all
-    assert "already has vllm 0.26.0 (cu130 wheels): skipped" in r.out
-    assert "kernel 'multi-lora-course' already registered" in r.out
-    assert "everything is downloaded and verified: skipped" in r.out
-    assert r.out.count("already trained") == 4
+    assert "已经有 vllm 0.26.0（cu130 wheel）：跳过" in r.out
+    assert "内核 'multi-lora-course' 已经注册" in r.out
+    assert "全部已下载并校验：跳过" in r.out
+    assert r.out.count("已经训练好") == 4
     calls = log.read_text()
     assert "pip install" not in calls and "ipykernel" not in calls and "network_turbo" not in r.out
     paths = json.loads((models / "paths.json").read_text())["qwen7b"]
@@ -744,13 +744,12 @@ def test_setup_dry_run_with_a_bare_python(box, bare_python):
     only the modules they need (autodl/run_module.py). The GPU is tests/fakes/nvidia-smi's RTX 4090."""
     r = box.run("--dry-run", PYTHON=str(bare_python), PATH=f"{REPO / 'tests' / 'fakes'}:{box.env['PATH']}")
     assert r.rc == 0, r.all
-    steps = ["GPU and NVIDIA driver", "free disk space", "Python environment", "Jupyter kernel", "download the base model",
-             "train the course adapters", "check and start"]
+    steps = ["GPU 与 NVIDIA 驱动", "磁盘空间", "Python 环境", "Jupyter 内核", "下载基座模型", "训练课程的 adapter", "检查并启动"]
     for n, step in enumerate(steps, 1):
         assert f"==> [{n}/7] {step}" in r.out
-    assert "driver 580.65.06 >= 580" in r.out and "OK for profile qwen7b" in r.out       # step 1's verdict
-    assert "disk /: " in r.out and "would download Qwen2.5-7B-Instruct" in r.out           # steps 2 and 5
-    assert "adapter json (rank 64" in r.out and "Done (dry run: nothing was changed)" in r.out
+    assert "驱动 580.65.06 >= 580" in r.out and "可以跑配置 qwen7b" in r.out       # step 1's verdict
+    assert "磁盘 /：" in r.out and "将从 ModelScope（Qwen/Qwen2.5-7B-Instruct）下载 Qwen2.5-7B-Instruct" in r.out           # steps 2 and 5
+    assert "adapter json（rank 64" in r.out and "完成（试运行：没有改动任何东西）" in r.out
     assert "Traceback" not in r.all
 
 
@@ -758,17 +757,17 @@ def test_a_missing_module_is_named_not_taken_for_a_gpu_verdict(box, bare_python)
     r = subprocess.run([str(bare_python), str(REPO / "autodl" / "run_module.py"), "course_utils.processes"],
                        capture_output=True, text=True, check=False, timeout=60)
     assert r.returncode == 3, r.stderr
-    assert "has no Python module 'psutil', which course_utils.processes imports" in r.stderr
+    assert "里没有 Python 模块 'psutil'，而 course_utils.processes 要导入它" in r.stderr
     # setup.sh with a python3 whose checks miss a module (a stand-in that says so, as run_module.py does)
     python = box.tmp / "python3"
     python.write_text(f"""#!/bin/sh
-case "$1" in *run_module.py) echo "ERROR: no Python module 'x'" >&2; exit 3 ;; esac
+case "$1" in *run_module.py) echo "错误：没有 Python 模块 'x'" >&2; exit 3 ;; esac
 exec {bare_python} "$@"
 """)
     python.chmod(0o755)
     r = box.run("--dry-run", PYTHON=str(python))
-    assert r.rc == 1 and "lacks the Python module named above" in r.err, r.all
-    assert "cannot run the course" not in r.err and "==> [2/7]" not in r.out
+    assert r.rc == 1 and "缺少上面提到的 Python 模块" in r.err, r.all
+    assert "跑不了课程" not in r.err and "==> [2/7]" not in r.out
 
 
 def test_setup_passes_shellcheck():
