@@ -36,7 +36,7 @@ def bare_package(name: str = PACKAGE) -> types.ModuleType:
 
 def main(argv: list[str]) -> int:
     if not argv or not argv[0].startswith(PACKAGE + "."):
-        print(f"usage: {sys.argv[0]} {PACKAGE}.<module> [arguments]", file=sys.stderr)
+        print(f"用法：{sys.argv[0]} {PACKAGE}.<模块> [参数]", file=sys.stderr)
         return 2
     module, args = argv[0], argv[1:]
     sys.path.insert(0, str(REPO))
@@ -45,8 +45,8 @@ def main(argv: list[str]) -> int:
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     except ModuleNotFoundError as e:
-        print(f"ERROR: {sys.executable} has no Python module '{e.name}', which {module} imports "
-              f"({type(e).__name__}: {e}).", file=sys.stderr)
+        print(f"错误：{sys.executable} 里没有 Python 模块 '{e.name}'，而 {module} 要导入它"
+              f"（{type(e).__name__}: {e}）。", file=sys.stderr)
         return MISSING_MODULE
     return 0
 

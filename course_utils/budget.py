@@ -37,7 +37,9 @@ STEP_S = 0.025          # one decode step at batch <= 64: 15 GB read at ~1 TB/s 
 # One-time setup of a fresh instance (``bash autodl/setup.sh``), also estimates. The sizes and the step
 # counts are read from the setup's own code; the rates are not measured on AutoDL.
 INSTALL_S = 600.0       # vllm 0.26.0 (a 304 MB wheel) with torch and its CUDA libraries (several GB) from the
-                        # mirror the setup uses, unpacked on the data disk
+                        # mirror the setup uses, unpacked on the data disk, by a GPU instance's CPUs. Not for
+                        # AutoDL's no-GPU mode (无卡模式: reportedly a fraction of a core and 2 GB of RAM), where
+                        # unpacking and byte-compiling ~8 GB of wheels is much slower: no estimate for it here.
 DOWNLOAD_MB_S = 50.0    # ModelScope to an AutoDL instance, sustained
 TRAIN_STEP_S = 1.0      # one optimizer step of the trainer on a 4090 (batch 8, bf16 7B, gradient checkpointing):
                         # ~5e13 FLOPs (6 x 7.6e9 parameters x ~800 tokens, + 1/3 recomputed) at ~40% of 165 TFLOPS
@@ -127,6 +129,9 @@ def lab_work(notebook: Path, recordings: Path = RECORDINGS / "tiny") -> LabWork:
     return work
 
 
+MINUTES = "预估 GPU 分钟"   # table()'s column of estimated minutes (README.md's budget table shows it)
+
+
 def table(labs=None, price: float | None = None, **costs):
     import pandas as pd
 
@@ -134,11 +139,11 @@ def table(labs=None, price: float | None = None, **costs):
     for nb in labs or sorted(LABS.glob("[0-9]*.ipynb")):
         w = lab_work(Path(nb))
         s = w.seconds(**costs)
-        row = {"lab": w.lab, "engine starts": w.engine_starts, "server starts": w.server_starts,
-               "generated tokens": w.tokens, "engine steps": w.steps, "GPU minutes (estimate)": round(s / 60, 1),
-               "host base loads": w.host_loads, "written (GB)": w.written_gb, "train steps": w.train_steps}
+        row = {"实验": w.lab, "起引擎": w.engine_starts, "起服务": w.server_starts,
+               "生成 token": w.tokens, "引擎步数": w.steps, MINUTES: round(s / 60, 1),
+               "主机加载基座": w.host_loads, "写盘 (GB)": w.written_gb, "训练步数": w.train_steps}
         if price is not None:
-            row["cost at your price"] = round(s / 3600 * price, 2)
+            row["按你的价格"] = round(s / 3600 * price, 2)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -155,12 +160,12 @@ def setup_table(install=INSTALL_S, download_mb_s=DOWNLOAD_MB_S, train_step=TRAIN
     per_task = {t: max(1, round(GPU_TRAIN["adapter_steps"] * ADAPTERS[t].steps_factor)) for t in TASKS}
     steps = sum(per_task.values())   # json trains twice as long (its quoting needs it), as on the tiny world
     rows = [
-        {"step": "install (vLLM, torch)", "work": "the environment", "needs the GPU": "no",
-         "minutes (estimate)": round(install / 60, 1)},
-        {"step": "download the base", "work": f"{nbytes / 1e9:.1f} GB", "needs the GPU": "no",
-         "minutes (estimate)": round(nbytes / (download_mb_s * 1e6) / 60, 1)},
-        {"step": "train the adapters", "work": " + ".join(f"{n}" for n in per_task.values()) + " steps",
-         "needs the GPU": "yes", "minutes (estimate)": round((steps * train_step + len(TASKS) * train_load) / 60, 1)},
+        {"准备步骤": "装环境（vLLM、torch）", "工作量": "整个环境", "要 GPU": "否",
+         "预估分钟": round(install / 60, 1)},
+        {"准备步骤": "下载基座", "工作量": f"{nbytes / 1e9:.1f} GB", "要 GPU": "否",
+         "预估分钟": round(nbytes / (download_mb_s * 1e6) / 60, 1)},
+        {"准备步骤": "训练 adapter", "工作量": " + ".join(f"{n}" for n in per_task.values()) + " 步",
+         "要 GPU": "是", "预估分钟": round((steps * train_step + len(TASKS) * train_load) / 60, 1)},
     ]
     return pd.DataFrame(rows)
 
@@ -178,33 +183,32 @@ def loop_estimate(train_steps: int, answer_tokens: int = 16) -> dict[str, float]
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--price", type=float, help="your price per GPU hour (e.g. CNY on AutoDL's console)")
-    ap.add_argument("--engine-start", type=float, default=ENGINE_START_S, help="seconds per 7B engine start")
-    ap.add_argument("--server-extra", type=float, default=SERVER_EXTRA_S, help="extra seconds per server start")
-    ap.add_argument("--step", type=float, default=STEP_S, help="seconds per decode step")
-    ap.add_argument("--install", type=float, default=INSTALL_S, help="seconds to install the environment")
-    ap.add_argument("--download-mb-s", type=float, default=DOWNLOAD_MB_S, help="download rate, MB/s")
-    ap.add_argument("--train-step", type=float, default=TRAIN_STEP_S, help="seconds per training step")
+    ap = argparse.ArgumentParser(description="学生在 AutoDL RTX 4090 上的预算：每个实验让 GPU 做多少事，以及预估的时间。")
+    ap.add_argument("--price", type=float, help="你的每 GPU 小时价格（例如 AutoDL 控制台上的人民币价格）")
+    ap.add_argument("--engine-start", type=float, default=ENGINE_START_S, help="每次起 7B 引擎的秒数")
+    ap.add_argument("--server-extra", type=float, default=SERVER_EXTRA_S, help="每次起服务多出的秒数")
+    ap.add_argument("--step", type=float, default=STEP_S, help="每个解码步的秒数")
+    ap.add_argument("--install", type=float, default=INSTALL_S, help="装环境的秒数")
+    ap.add_argument("--download-mb-s", type=float, default=DOWNLOAD_MB_S, help="下载速度，MB/s")
+    ap.add_argument("--train-step", type=float, default=TRAIN_STEP_S, help="每个训练步的秒数")
     a = ap.parse_args(argv)
     setup = setup_table(a.install, a.download_mb_s, a.train_step)
-    print("one-time setup (bash autodl/setup.sh; install and download need no GPU: AutoDL's no-GPU mode, "
-          "`--no-gpu`):")
+    print("一次性准备（bash autodl/setup.sh；装环境和下载用不到 GPU，可以在 AutoDL 的无卡模式里做：`--no-gpu`）：")
     print(setup.to_string(index=False))
-    print(f"(estimates: {a.install:.0f} s to install, {a.download_mb_s:.0f} MB/s, {a.train_step:.1f} s per training "
-          f"step, {TRAIN_LOAD_S:.0f} s per base load; none measured on AutoDL)\n")
-    print("the labs:")
+    print(f"（预估：装环境 {a.install:.0f} 秒，下载 {a.download_mb_s:.0f} MB/s，每个训练步 {a.train_step:.1f} 秒，"
+          f"每次加载基座 {TRAIN_LOAD_S:.0f} 秒；都没有在 AutoDL 上实测。装环境的时间按有卡的实例估：无卡模式只有"
+          f"不到一个 CPU 核、约 2 GB 内存，装得慢得多，没有预估）\n")
+    print("各个实验：")
     t = table(price=a.price, engine_start=a.engine_start, server_extra=a.server_extra, step=a.step,
               train_step=a.train_step)
     print(t.to_string(index=False))
-    total = t["GPU minutes (estimate)"].sum()
-    print(f"\ntotal: {total:.0f} GPU minutes of the machine's own work (estimate: {a.engine_start:.0f} s per engine "
-          f"start, {a.server_extra:.0f} s more per server, {1000 * a.step:.0f} ms per step, {HOST_LOAD_S:.0f} s per "
-          f"base load into host memory, {WRITE_MB_S:.0f} MB/s to disk, {a.train_step:.1f} s per training step and "
-          f"{TRAIN_LOAD_S:.0f} s per base load for training; none measured on a 4090). "
-          f"The instance is billed while it is on: add your reading time.")
-    cheap = t.sort_values("GPU minutes (estimate)")
-    print("cheapest to run live first:", ", ".join(cheap["lab"]))
+    total = t[MINUTES].sum()
+    print(f"\n合计：机器自己的工作约 {total:.0f} GPU 分钟（预估：每次起引擎 {a.engine_start:.0f} 秒，每次起服务再多 "
+          f"{a.server_extra:.0f} 秒，每步 {1000 * a.step:.0f} 毫秒，每次把基座读进主机内存 {HOST_LOAD_S:.0f} 秒，"
+          f"写盘 {WRITE_MB_S:.0f} MB/s，每个训练步 {a.train_step:.1f} 秒，训练时每次加载基座 {TRAIN_LOAD_S:.0f} 秒；"
+          f"都没有在 4090 上实测）。实例开着就计费：再加上你读代码、想问题的时间。")
+    cheap = t.sort_values(MINUTES)
+    print("最省钱、可以先现场跑的：" + "、".join(cheap["实验"]))
     return 0
 
 

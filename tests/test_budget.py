@@ -30,7 +30,7 @@ def test_the_estimate_is_the_stated_formula_and_every_constant_can_be_overridden
     assert w.seconds(engine_start=60, server_extra=10, step=0.01) == 2 * 60 + 70 + 4
     assert budget.main(["--price", "3", "--engine-start", "60"]) == 0
     out = capsys.readouterr().out
-    assert "cost at your price" in out and "60 s per engine start" in out and "none measured on a 4090" in out
+    assert "按你的价格" in out and "每次起引擎 60 秒" in out and "都没有在 4090 上实测" in out
 
 
 def test_the_readme_table_is_what_the_script_computes():
@@ -41,7 +41,7 @@ def test_the_readme_table_is_what_the_script_computes():
     shown = {m[0]: (int(m[1]), int(m[2]), float(m[3]))
              for m in re.findall(r"^\| (0\d) \| (\d+) \| (\d+) \| ([\d.]+) \|$", section, re.MULTILINE)}
     t = budget.table()
-    computed = {row.lab[:2]: (row[1], row[2], row[5]) for row in t.itertuples(index=False)}
+    computed = {row[0][:2]: (row[1], row[2], row[5]) for row in t.itertuples(index=False)}
     assert shown == computed, "README's budget table is stale: run `python -m course_utils.budget` and copy it"
 
 
@@ -52,7 +52,7 @@ def test_the_readme_setup_table_is_what_the_script_computes():
     section = readme.split("### 预算", 1)[1].split("\n## ", 1)[0]
     shown = re.findall(r"^\| [^|]+ \| ([^|]+) \| [否是] \| ([\d.]+) \|$", section, re.MULTILINE)
     t = budget.setup_table()
-    computed = [(row.work, f"{row[3]}") for row in t.itertuples(index=False)]
+    computed = [(row[1], f"{row[3]}") for row in t.itertuples(index=False)]
     assert [s[1] for s in shown] == [c[1] for c in computed], "README's setup table is stale"
     assert shown[1][0].strip() == computed[1][0] and shown[2][0].strip() == computed[2][0]
 
@@ -60,5 +60,5 @@ def test_the_readme_setup_table_is_what_the_script_computes():
 def test_setup_counts_each_adapters_own_steps():
     from course_utils.tinyworld.trainer import ADAPTERS
 
-    work = budget.setup_table().iloc[2]["work"]
-    assert work == "300 + 300 + 300 + 600 steps" and ADAPTERS["json"].steps_factor == 2.0
+    work = budget.setup_table().iloc[2]["工作量"]
+    assert work == "300 + 300 + 300 + 600 步" and ADAPTERS["json"].steps_factor == 2.0

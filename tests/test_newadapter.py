@@ -117,7 +117,7 @@ def test_the_child_on_cuda_refuses_a_machine_without_one(tmp_path):
     job = {**training.job(profiles.get_profile("tiny"), "stamp", EXAMPLES, **KNOBS), "device": "cuda",
            "dtype": "bfloat16", "out": str(tmp_path / "out")}
     (tmp_path / "job.json").write_text(json.dumps(job))
-    with pytest.raises(TrainError, match="no CUDA GPU"):
+    with pytest.raises(TrainError, match="看不到 CUDA GPU"):
         training._child(str(tmp_path / "job.json"))
 
 

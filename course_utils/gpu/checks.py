@@ -50,8 +50,8 @@ VLLM_VERSION = "0.26.0"
 
 WHEELS = {
     # name: (CUDA of the wheels, minimum driver, human description)
-    "cu130": ("13.0", (580,), "default PyPI wheels (vllm 0.26.0 / torch 2.11.0, CUDA 13.0)"),
-    "cu129": ("12.9", (525, 60, 13), "CUDA 12 wheels (vllm 0.26.0+cu129 / torch 2.11.0+cu128)"),
+    "cu130": ("13.0", (580,), "PyPI 默认 wheel（vllm 0.26.0 / torch 2.11.0，CUDA 13.0）"),
+    "cu129": ("12.9", (525, 60, 13), "CUDA 12 的 wheel（vllm 0.26.0+cu129 / torch 2.11.0+cu128）"),
 }
 CUDA12_INDEXES = ("https://wheels.vllm.ai/0.26.0/cu129", "https://download.pytorch.org/whl/cu128")
 
@@ -60,6 +60,7 @@ CUDA12_INDEXES = ("https://wheels.vllm.ai/0.26.0/cu129", "https://download.pytor
 # (bf16 base 15.2 GB + LoRA + activations).
 SERVE_MIB = {"qwen7b": 22000, "qwen7b-awq": 10000, "llama3b": 11000}
 TRAIN_MIB = 22000
+TRAIN_HERE = "在这里训练 adapter："  # gpu_verdict's line that setup.sh greps for (followed by 是 / 否)
 
 # vLLM and torch 2.11's CUDA 13 wheels need compute capability >= 7.5
 # (Turing); these older cards show up on rental markets.
@@ -106,7 +107,7 @@ def parse_version(text: str) -> tuple[int, ...]:
     """'580.65.06' -> (580, 65, 6). ValueError if it is not a dotted number."""
     text = text.strip()
     if not re.fullmatch(r"\d+(\.\d+)*", text):
-        raise ValueError(f"not a driver version: {text!r}")
+        raise ValueError(f"不是驱动版本号：{text!r}")
     return tuple(int(p) for p in text.split("."))
 
 
@@ -131,11 +132,11 @@ def parse_smi_csv(text: str) -> list[Gpu]:
     for i, line in enumerate(ln for ln in text.splitlines() if ln.strip()):
         parts = [p.strip() for p in line.split(",")]
         if len(parts) not in (3, 4):
-            raise ValueError(f"unexpected nvidia-smi line: {line!r}")
+            raise ValueError(f"nvidia-smi 的这一行看不懂：{line!r}")
         name, mem, driver = parts[:3]
         m = re.fullmatch(r"(\d+)\s*MiB", mem)
         if not m:
-            raise ValueError(f"unexpected memory.total {mem!r} in {line!r}")
+            raise ValueError(f"看不懂 memory.total 的值 {mem!r}（在 {line!r} 里）")
         parse_version(driver)
         cap = None
         if len(parts) == 4 and re.fullmatch(r"\d+\.\d+", parts[3]):
@@ -143,40 +144,39 @@ def parse_smi_csv(text: str) -> list[Gpu]:
             cap = (int(major), int(minor))
         gpus.append(Gpu(i, name, int(m.group(1)), driver, cap))
     if not gpus:
-        raise ValueError("nvidia-smi printed no GPU")
+        raise ValueError("nvidia-smi 没有列出任何 GPU")
     return gpus
 
 
 def _driver_too_old_lines(gpu: Gpu, variant: str, need: tuple[int, ...]) -> list[str]:
     cuda, _, desc = WHEELS[variant]
     lines = [
-        f"ERROR: NVIDIA driver {gpu.driver} is too old for the {desc}:",
-        f"       CUDA {cuda} needs driver >= {fmt_version(need)}.",
-        "       The driver belongs to the host machine; no pip install or image inside the instance changes it.",
-        "       What to do, either:",
+        f"错误：NVIDIA 驱动 {gpu.driver} 太旧，用不了 {desc}：",
+        f"      CUDA {cuda} 需要驱动 >= {fmt_version(need)}。",
+        "      驱动属于宿主机：在实例里 pip install 什么、换什么镜像都改变不了它。",
+        "      两条路，任选其一：",
     ]
     if variant == "cu130":
         c12_need = WHEELS["cu129"][1]
         lines += [
-            "       (a) rent another AutoDL host whose '最高CUDA版本' (max CUDA) is >= 13.0 (driver >= 580),",
-            "           e.g. by choosing a CUDA 13.x base image when creating the instance, then rerun",
-            "           `bash autodl/setup.sh`; or",
+            "      (a) 换一台「最高CUDA版本」>= 13.0（驱动 >= 580）的 AutoDL 主机，",
+            "          例如创建实例时选 CUDA 13.x 的基础镜像，然后重新运行 `bash autodl/setup.sh`；或者",
         ]
         if version_at_least(gpu.driver, c12_need):
             lines += [
-                "       (b) stay on this host and install the CUDA 12 wheels instead (vllm 0.26.0+cu129 from",
-                f"           {CUDA12_INDEXES[0]} with torch 2.11.0+cu128 from {CUDA12_INDEXES[1]}):",
-                "           bash autodl/setup.sh --cuda12   (plus your other flags)",
+                "      (b) 留在这台主机，改装 CUDA 12 的 wheel（vllm 0.26.0+cu129 来自",
+                f"          {CUDA12_INDEXES[0]}，torch 2.11.0+cu128 来自 {CUDA12_INDEXES[1]}）：",
+                "          bash autodl/setup.sh --cuda12   （再加上你原来的其它参数）",
             ]
         else:
             lines += [
-                f"       (b) no: this driver is even older than CUDA 12's minimum ({fmt_version(c12_need)}),",
-                "           so only another host helps.",
+                f"      (b) 不行：这个驱动连 CUDA 12 的最低要求（{fmt_version(c12_need)}）都不到，",
+                "          只能换主机。",
             ]
     else:
         lines += [
-            "       rent another AutoDL host with a newer driver ('最高CUDA版本' >= 12.8 at least; >= 13.0 lets",
-            "       you drop --cuda12), then rerun the setup.",
+            "      换一台驱动更新的 AutoDL 主机（「最高CUDA版本」至少 >= 12.8；>= 13.0 就不必加",
+            "      --cuda12），再重新运行 setup。",
         ]
     return lines
 
@@ -190,52 +190,51 @@ def gpu_verdict(smi_text: str | None, smi_rc: int = 0, profile: str = "qwen7b", 
     key = profile_key(profile, awq)
     if smi_text is None:
         return Verdict(False, "missing", [
-            "ERROR: nvidia-smi not found: this instance has no NVIDIA driver / GPU.",
-            "       On AutoDL: an instance started in 无卡模式 (no-GPU mode) has no GPU; shut it down and start",
-            "       it normally (开机). To only install and download without a GPU (cheaper), rerun with --no-gpu.",
+            "错误：找不到 nvidia-smi：这个实例没有 NVIDIA 驱动 / GPU。",
+            "      AutoDL 上以无卡模式开机的实例没有 GPU：关机后正常开机。",
+            "      只想安装和下载、不用 GPU（更便宜）：加 --no-gpu 重新运行。",
         ])
     low = smi_text.lower()
     if smi_rc != 0 or "no devices were found" in low or "couldn't communicate" in low or "failed" in low:
-        first = smi_text.strip().splitlines()[0] if smi_text.strip() else f"exit status {smi_rc}"
+        first = smi_text.strip().splitlines()[0] if smi_text.strip() else f"退出状态 {smi_rc}"
         return Verdict(False, "no-gpu", [
-            f"ERROR: nvidia-smi found no usable GPU ({first}).",
-            "       On AutoDL: a GPU instance started in 无卡模式 shows this; restart it normally (开机).",
-            "       To only install and download without a GPU, rerun with --no-gpu.",
+            f"错误：nvidia-smi 没有找到可用的 GPU（{first}）。",
+            "      AutoDL 上以无卡模式开机的 GPU 实例就是这样：关机后正常开机。",
+            "      只想安装和下载、不用 GPU：加 --no-gpu 重新运行。",
         ])
     try:
         gpus = parse_smi_csv(smi_text)
     except ValueError as e:
-        return Verdict(False, "parse", [f"ERROR: could not read nvidia-smi's output: {e}"])
+        return Verdict(False, "parse", [f"错误：读不懂 nvidia-smi 的输出：{e}"])
     gpu = gpus[0]
     _, need, desc = WHEELS[variant]
-    cap = f", compute capability {gpu.compute_cap[0]}.{gpu.compute_cap[1]}" if gpu.compute_cap else ""
-    more = f" ({len(gpus)} GPUs; the course uses GPU 0)" if len(gpus) > 1 else ""
-    lines = [f"GPU 0: {gpu.name}, {gpu.memory_mib} MiB, driver {gpu.driver}{cap}{more}"]
+    cap = f"，计算能力 {gpu.compute_cap[0]}.{gpu.compute_cap[1]}" if gpu.compute_cap else ""
+    more = f"（共 {len(gpus)} 块 GPU，课程只用 GPU 0）" if len(gpus) > 1 else ""
+    lines = [f"GPU 0：{gpu.name}，{gpu.memory_mib} MiB，驱动 {gpu.driver}{cap}{more}"]
     if not version_at_least(gpu.driver, need):
         return Verdict(False, "driver", lines + _driver_too_old_lines(gpu, variant, need))
-    lines.append(f"driver {gpu.driver} >= {fmt_version(need)}: OK for the {desc}")
+    lines.append(f"驱动 {gpu.driver} >= {fmt_version(need)}：可以用 {desc}")
     old_arch = (gpu.compute_cap is not None and gpu.compute_cap < MIN_COMPUTE_CAP) or (
         gpu.compute_cap is None and PRE_TURING.search(gpu.name))
     if old_arch:
         return Verdict(False, "arch", lines + [
-            f"ERROR: {gpu.name} is older than Turing (compute capability < 7.5); vLLM {VLLM_VERSION} and",
-            "       torch 2.11 do not support it. Rent an RTX 4090 / 3090 / A10 / A100 / L20 class GPU instead.",
+            f"错误：{gpu.name} 比 Turing 架构还老（计算能力 < 7.5），vLLM {VLLM_VERSION} 和 torch 2.11 不支持它。",
+            "      请改租 RTX 4090 / 3090 / A10 / A100 / L20 这一类 GPU。",
         ])
     if gpu.memory_mib < SERVE_MIB[key]:
         hint = {
-            "qwen7b": "rerun with --awq (Qwen2.5-7B-Instruct-AWQ, fits 16 GB cards) or --profile llama3b",
-            "qwen7b-awq": "use a GPU with >= 12 GB, or --profile llama3b on >= 12 GB",
-            "llama3b": "use a GPU with >= 12 GB",
+            "qwen7b": "加 --awq 重新运行（Qwen2.5-7B-Instruct-AWQ，16 GB 的卡放得下），或者用 --profile llama3b",
+            "qwen7b-awq": "换一块 >= 12 GB 的 GPU，或者在 >= 12 GB 的卡上用 --profile llama3b",
+            "llama3b": "换一块 >= 12 GB 的 GPU",
         }[key]
         return Verdict(False, "memory", lines + [
-            f"ERROR: {gpu.memory_mib} MiB of GPU memory is not enough for profile {key} (needs about "
-            + f"{SERVE_MIB[key]} MiB).",
-            f"       {hint}.",
+            f"错误：{gpu.memory_mib} MiB 显存不够跑配置 {key}（大约要 {SERVE_MIB[key]} MiB）。",
+            f"      {hint}。",
         ])
-    lines.append(f"GPU memory {gpu.memory_mib} MiB >= {SERVE_MIB[key]} MiB: OK for profile {key}")
-    # setup.sh reads this line: the adapters are trained on the bf16 base, whatever is served.
-    lines.append(f"train adapters here: {'yes' if gpu.memory_mib >= TRAIN_MIB else 'no'} "
-                 f"(training on the bf16 7B base needs >= {TRAIN_MIB} MiB)")
+    lines.append(f"显存 {gpu.memory_mib} MiB >= {SERVE_MIB[key]} MiB：可以跑配置 {key}")
+    # setup.sh reads this line (TRAIN_HERE): the adapters are trained on the bf16 base, whatever is served.
+    lines.append(f"{TRAIN_HERE}{'是' if gpu.memory_mib >= TRAIN_MIB else '否'}"
+                 f"（在 bf16 7B 基座上训练要 >= {TRAIN_MIB} MiB 显存）")
     return Verdict(True, "ok", lines)
 
 
@@ -253,10 +252,10 @@ def parse_df(text: str) -> DfRow:
     """The filesystem row of ``df -Pk PATH`` (POSIX format, 1024-byte blocks)."""
     rows = [ln for ln in text.strip().splitlines() if ln.strip()]
     if len(rows) < 2:
-        raise ValueError(f"unexpected df output: {text!r}")
+        raise ValueError(f"df 的输出看不懂：{text!r}")
     parts = rows[-1].split()
     if len(parts) < 6 or not all(p.isdigit() for p in parts[1:4]):
-        raise ValueError(f"unexpected df line: {rows[-1]!r}")
+        raise ValueError(f"df 的这一行看不懂：{rows[-1]!r}")
     return DfRow(mount=" ".join(parts[5:]), avail_bytes=int(parts[3]) * 1024, size_bytes=int(parts[1]) * 1024)
 
 
@@ -271,12 +270,12 @@ def disk_needs(model_remaining: int, venv_ready: bool, train: bool, adapters_don
     """What still has to be written, and on which disk."""
     needs = []
     if not venv_ready:
-        needs.append(Need("Python environment (torch, vLLM, CUDA libraries)", "venv", VENV_BYTES))
-        needs.append(Need("pip cache", "data", PIP_CACHE_BYTES))
+        needs.append(Need("Python 环境（torch、vLLM、CUDA 库）", "venv", VENV_BYTES))
+        needs.append(Need("pip 缓存", "data", PIP_CACHE_BYTES))
     if model_remaining > 0:
-        needs.append(Need("model files still to download", "data", model_remaining))
+        needs.append(Need("还要下载的模型文件", "data", model_remaining))
     if train and not adapters_done:
-        needs.append(Need("the four trained adapters", "data", ADAPTERS_BYTES))
+        needs.append(Need("训练出的四个 adapter", "data", ADAPTERS_BYTES))
     return needs
 
 
@@ -290,12 +289,51 @@ def merged_copy_bytes(profile: str) -> int:
 def lab_disk_lines(rows: dict[str, DfRow], profile: str, needs: list[Need]) -> list[str]:
     """What the labs write for a while (not the setup): a note, or a warning when the repository's disk
     will not hold it after the setup's own needs."""
+    if profile != "qwen7b":  # llama3b's labs open in read mode (profiles.py): Lab 05 writes nothing there
+        return []
     row = rows["venv"]
     after = row.avail_bytes - sum(n.bytes for n in needs if rows[n.where].mount == row.mount)
     need = merged_copy_bytes(profile)
-    verdict = "OK" if after >= need + MARGIN_BYTES else "NOT ENOUGH: Lab 05's merge section will stop with this message"
-    return [(f"labs: Lab 05 writes a merged copy of the base ({need / GIB:.1f} GiB) under build/ on {row.mount} and "
-             f"removes it when the section ends; {max(after, 0) / GIB:.1f} GiB will be free there after setup: {verdict}")]
+    verdict = "放得下" if after >= need + MARGIN_BYTES else "放不下：Lab 05 的合并一节到时会报磁盘不够并停下"
+    return [(f"实验：Lab 05 会在 {row.mount} 的 build/ 下写一份基座的合并副本（{need / GIB:.1f} GiB），这一节结束时删掉；"
+             f"setup 完成后那里还剩 {max(after, 0) / GIB:.1f} GiB：{verdict}")]
+
+
+# The data disk of a fresh instance with the repository cloned onto it (autodl/README.md §2), per setup
+# command: what the setup's disk check (step 2) and its Lab 05 line add up to. autodl/README.md shows this
+# table (tests/test_autodl.py compares): `python3 autodl/run_module.py course_utils.gpu.checks disk-plan`.
+DISK_PLAN_ROWS = (
+    ("`bash autodl/setup.sh`（24 GB 卡，训练 adapter）", "qwen7b", False, False),
+    ("`--awq`（16 GB 卡；adapter 从 4090 实例复制来）", "qwen7b", True, False),
+    ("`--awq`（24 GB 卡：另下 bf16 基座并训练）", "qwen7b", True, True),
+    ("`--profile llama3b`", "llama3b", False, False),
+)
+
+
+def disk_plan(profile: str, awq: bool = False, with_bf16: bool = False) -> dict[str, int]:
+    """Bytes a fresh data disk must hold (repository, venv and caches on it), by kind, and their total: the
+    setup's needs, Lab 05's temporary merged copy and the margin the checks keep."""
+    from . import download  # standard library only as well
+
+    model = sum(i.approx_bytes for i in download.plan_items(profile, awq=awq, with_bf16=with_bf16))
+    plan = {"venv": VENV_BYTES, "pip": PIP_CACHE_BYTES, "model": model,
+            # trained here, or (16 GB card) copied from a 4090 instance: on the disk all the same
+            "adapters": ADAPTERS_BYTES if profile == "qwen7b" else 0,
+            "merged": merged_copy_bytes(profile) if profile == "qwen7b" else 0,
+            "margin": MARGIN_BYTES}
+    plan["total"] = sum(plan.values())
+    return plan
+
+
+def disk_plan_table() -> str:
+    """The plan as the Markdown table of autodl/README.md (GiB, as `df -h` and the setup's messages count)."""
+    lines = ["| 命令 | 虚拟环境 | pip 缓存 | 下载的模型 | 4 个 adapter | Lab 05 的临时合并副本 | 余量 | 合计 |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for label, profile, awq, with_bf16 in DISK_PLAN_ROWS:
+        p = disk_plan(profile, awq, with_bf16)
+        cells = [f"{p[k] / GIB:.1f}" if p[k] else "–" for k in ("venv", "pip", "model", "adapters", "merged", "margin")]
+        lines.append(f"| {label} | {' | '.join(cells)} | **{p['total'] / GIB:.1f} GiB** |")
+    return "\n".join(lines)
 
 
 def require_free_disk(path, need_bytes: int, what: str) -> None:
@@ -307,9 +345,9 @@ def require_free_disk(path, need_bytes: int, what: str) -> None:
     free = shutil.disk_usage(probe).free
     if free < need_bytes + MARGIN_BYTES:
         raise RuntimeError(
-            f"{what} needs {need_bytes / GIB:.1f} GiB on the disk of {probe} (plus {MARGIN_BYTES / GIB:.0f} GiB "
-            f"margin), but only {free / GIB:.1f} GiB is free. Free space there (old models, `pip cache purge`, "
-            f"build/) or enlarge the data disk (AutoDL: 扩容数据盘), then run the cell again.")
+            f"{what} 需要 {probe} 所在的磁盘上有 {need_bytes / GIB:.1f} GiB（另留 {MARGIN_BYTES / GIB:.0f} GiB 余量），"
+            f"但那里只剩 {free / GIB:.1f} GiB。先在那里腾出空间（旧模型、`pip cache purge`、build/），"
+            f"或者在 AutoDL 控制台扩容数据盘，再重新运行这个单元格。")
 
 
 def disk_verdict(rows: dict[str, DfRow], needs: list[Need]) -> Verdict:
@@ -325,23 +363,22 @@ def disk_verdict(rows: dict[str, DfRow], needs: list[Need]) -> Verdict:
         if mount == rows["root"].mount:
             need = max(need, ROOT_MIN_FREE)
         free = row.avail_bytes
-        detail = ", ".join(f"{n.what} {n.bytes / GIB:.1f} GiB" for n in items) or "nothing new"
+        detail = "、".join(f"{n.what} {n.bytes / GIB:.1f} GiB" for n in items) or "没有新东西要写"
         if free >= need:
-            lines.append(f"disk {mount}: {free / GIB:.1f} GiB free, needs {need / GIB:.1f} GiB ({detail}): OK")
+            lines.append(f"磁盘 {mount}：剩 {free / GIB:.1f} GiB，需要 {need / GIB:.1f} GiB（{detail}）：够用")
             continue
         ok = False
-        lines.append(f"ERROR: disk {mount} has {free / GIB:.1f} GiB free but needs {need / GIB:.1f} GiB ({detail}).")
+        lines.append(f"错误：磁盘 {mount} 只剩 {free / GIB:.1f} GiB，需要 {need / GIB:.1f} GiB（{detail}）。")
         if mount == rows["root"].mount:
             lines += [
-                "       The system disk fills up with pip/conda caches. Free space with e.g.:",
-                "         pip cache purge; conda clean -a -y; rm -rf ~/.cache/pip ~/.cache/huggingface /tmp/*",
-                "       and keep big files on the data disk /root/autodl-tmp (clone the course there: the venv",
-                "       is created inside the repository).",
+                "      系统盘常被 pip/conda 的缓存占满。可以这样腾出空间：",
+                "        pip cache purge; conda clean -a -y; rm -rf ~/.cache/pip ~/.cache/huggingface /tmp/*",
+                "      大文件放在数据盘 /root/autodl-tmp 上（把课程仓库克隆到那里：虚拟环境建在仓库里面）。",
             ]
         else:
             lines += [
-                "       Free space on the data disk (old models under /root/autodl-tmp) or enlarge it in the",
-                "       AutoDL console (扩容数据盘); with 16 GB cards --awq needs less (5.6 GB model).",
+                "      在数据盘上腾出空间（/root/autodl-tmp 下的旧模型），或者在 AutoDL 控制台扩容数据盘；",
+                "      16 GB 的卡用 --awq 需要的少一些（模型 5.6 GB）。",
             ]
     return Verdict(ok, "ok" if ok else "disk", lines)
 
@@ -370,32 +407,36 @@ def _disk_command(args) -> Verdict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="GPU/driver and disk checks for autodl/setup.sh.")
+    ap = argparse.ArgumentParser(description="autodl/setup.sh 的 GPU/驱动与磁盘检查。")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    g = sub.add_parser("gpu", help="check nvidia-smi's output against the wheels and the profile")
-    g.add_argument("--smi", help="output of nvidia-smi --query-gpu=...; omit when nvidia-smi is missing")
+    g = sub.add_parser("gpu", help="拿 nvidia-smi 的输出对照 wheel 和配置的要求")
+    g.add_argument("--smi", help="nvidia-smi --query-gpu=... 的输出；没有 nvidia-smi 时省略")
     g.add_argument("--smi-rc", type=int, default=0)
     g.add_argument("--profile", default="qwen7b", choices=sorted({k.split("-")[0] for k in SERVE_MIB}))
     g.add_argument("--awq", action="store_true")
     g.add_argument("--variant", default="cu130", choices=sorted(WHEELS))
-    d = sub.add_parser("disk", help="check free disk space for what is still to install/download/train")
+    d = sub.add_parser("disk", help="检查剩下要安装、下载、训练的东西放不放得下")
     d.add_argument("--profile", default="qwen7b")
     d.add_argument("--awq", action="store_true")
-    d.add_argument("--with-bf16", action="store_true", help="the bf16 base is also needed (AWQ + training)")
+    d.add_argument("--with-bf16", action="store_true", help="还要 bf16 基座（AWQ + 训练）")
     d.add_argument("--models-dir", required=True)
-    d.add_argument("--df-root", required=True, help="output of df -Pk /")
-    d.add_argument("--df-data", required=True, help="output of df -Pk <data disk>")
-    d.add_argument("--df-venv", help="output of df -Pk <folder of the venv>")
+    d.add_argument("--df-root", required=True, help="df -Pk / 的输出")
+    d.add_argument("--df-data", required=True, help="df -Pk <数据盘> 的输出")
+    d.add_argument("--df-venv", help="df -Pk <venv 所在文件夹> 的输出")
     d.add_argument("--venv-ready", action="store_true")
-    d.add_argument("--train", action="store_true", help="the adapters will be trained here")
+    d.add_argument("--train", action="store_true", help="adapter 要在这里训练")
+    sub.add_parser("disk-plan", help="打印 autodl/README.md 里的数据盘表（新实例）")
     args = ap.parse_args(argv)
+    if args.cmd == "disk-plan":
+        print(disk_plan_table())
+        return 0
     if args.cmd == "gpu":
         v = gpu_verdict(args.smi, args.smi_rc, args.profile, args.awq, args.variant)
     else:
         try:
             v = _disk_command(args)
         except ValueError as e:
-            v = Verdict(False, "parse", [f"ERROR: could not read df's output: {e}"])
+            v = Verdict(False, "parse", [f"错误：读不懂 df 的输出：{e}"])
     print(v.text(), file=sys.stdout if v.ok else sys.stderr)
     return 0 if v.ok else 1
 

@@ -11,6 +11,10 @@
   ``HF_ENDPOINT=https://hf-mirror.com`` (unless ``HF_ENDPOINT`` is already set).
   The llama3b adapter ``jeeejeee/llama32-3b-text2sql-spider`` always comes
   from there.
+* ``--print-sources`` names the sources the plan uses; ``--only-from SOURCE``
+  fetches only the items that come from it. ``setup.sh`` uses them to turn
+  AutoDL's academic proxy on for Hugging Face only: ModelScope is a domestic
+  site, which the proxy slows down or breaks.
 
 Files go to ``<models_dir>/models/<name>`` and ``<models_dir>/adapters/<name>``
 (:func:`course_utils.profiles.models_dir`); a model that is already complete
@@ -41,6 +45,7 @@ from ..adapters import read_safetensors_header
 from ..paths import models_dir as default_models_dir, read_paths_file
 
 HF_MIRROR = "https://hf-mirror.com"
+WHOLE_FOLDER = "整个文件夹"  # Check.missing when the folder itself is not there
 GB = 1000**3
 
 
@@ -98,9 +103,9 @@ def plan_items(profile: str, awq: bool = False, with_bf16: bool = False) -> list
         return ([ITEMS["qwen7b"]] if with_bf16 else []) + [ITEMS["qwen7b-awq"]]
     if profile == "llama3b":
         if awq:
-            raise ValueError("--awq is for --profile qwen7b only")
+            raise ValueError("--awq 只能和 --profile qwen7b 一起用")
         return [ITEMS["llama3b"], ITEMS["llama3b-sql"]]
-    raise ValueError(f"unknown GPU profile {profile!r}: choose qwen7b or llama3b")
+    raise ValueError(f"没有 GPU 配置 {profile!r}：请选 qwen7b 或 llama3b")
 
 
 def source_for(item: Item, source: str) -> str:
@@ -183,7 +188,7 @@ def candidate_dirs(item: Item, roots: list[Path]) -> list[Path]:
 class Check:
     path: Path
     missing: list[str] = field(default_factory=list)  # files that are not there
-    broken: list[str] = field(default_factory=list)  # "file: why" (truncated, empty, unreadable)
+    broken: list[str] = field(default_factory=list)  # "file：why" (truncated, empty, unreadable)
     problems: list[str] = field(default_factory=list)  # the folder holds something else
     present_bytes: int = 0
 
@@ -193,14 +198,14 @@ class Check:
 
     def summary(self) -> str:
         if self.complete:
-            return f"complete ({self.present_bytes / GB:.1f} GB)"
+            return f"完整（{self.present_bytes / GB:.1f} GB）"
         parts = []
         if self.problems:
-            parts.append("wrong model: " + "; ".join(self.problems))
+            parts.append("不是这个模型：" + "；".join(self.problems))
         if self.missing:
-            parts.append("missing: " + ", ".join(self.missing))
+            parts.append("缺少：" + "、".join(self.missing))
         if self.broken:
-            parts.append("incomplete/corrupt: " + "; ".join(self.broken))
+            parts.append("不完整或损坏：" + "；".join(self.broken))
         return " | ".join(parts)
 
 
@@ -215,7 +220,7 @@ def _get(cfg: dict, dotted: str):
 
 def check_config(cfg: dict, expect: dict) -> list[str]:
     """``config.json`` fields that differ from the expected model's."""
-    return [f"config.json has {k}={_get(cfg, k)!r}, expected {v!r}" for k, v in expect.items() if _get(cfg, k) != v]
+    return [f"config.json 里是 {k}={_get(cfg, k)!r}，应为 {v!r}" for k, v in expect.items() if _get(cfg, k) != v]
 
 
 def shard_problem(path: Path) -> str | None:
@@ -223,11 +228,11 @@ def shard_problem(path: Path) -> str | None:
     if not path.is_file():
         return "missing"
     if path.stat().st_size == 0:
-        return "empty (0 bytes)"
+        return "空文件（0 字节）"
     try:
         read_safetensors_header(path)
     except (ValueError, OSError, KeyError, TypeError) as e:  # AdapterError is a ValueError
-        return f"truncated or corrupt ({e})"
+        return f"被截断或损坏（{e}）"
     return None
 
 
@@ -237,7 +242,7 @@ def _verify(path: Path, config_name: str, config_problems, check_files) -> Check
     path = Path(path)
     chk = Check(path)
     if not path.is_dir():
-        chk.missing.append("the whole folder")
+        chk.missing.append(WHOLE_FOLDER)
         return chk
     cfg_file = path / config_name
     if not cfg_file.is_file():
@@ -246,7 +251,7 @@ def _verify(path: Path, config_name: str, config_problems, check_files) -> Check
         try:
             chk.problems += config_problems(json.loads(cfg_file.read_text()))
         except ValueError as e:
-            chk.broken.append(f"{config_name}: not valid JSON ({e})")
+            chk.broken.append(f"{config_name}：不是合法的 JSON（{e}）")
     check_files(chk)
     return chk
 
@@ -263,12 +268,12 @@ def _model_files(chk: Check) -> None:
         try:
             shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
         except (ValueError, KeyError, AttributeError) as e:
-            chk.broken.append(f"{index.name}: unreadable ({e})")
+            chk.broken.append(f"{index.name}：读不了（{e}）")
             shards = []
     elif (path / "model.safetensors").is_file():
         shards = ["model.safetensors"]
     else:
-        chk.missing.append("model.safetensors.index.json (or model.safetensors)")
+        chk.missing.append("model.safetensors.index.json（或 model.safetensors）")
         shards = []
     for shard in shards:
         p = path / shard
@@ -276,7 +281,7 @@ def _model_files(chk: Check) -> None:
         if why == "missing":
             chk.missing.append(shard)
         elif why:
-            chk.broken.append(f"{shard}: {why}")
+            chk.broken.append(f"{shard}：{why}")
         if p.is_file():
             chk.present_bytes += p.stat().st_size
 
@@ -287,7 +292,7 @@ def _adapter_files(chk: Check) -> None:
     if st.is_file():
         why = shard_problem(st)
         if why:
-            chk.broken.append(f"{st.name}: {why}")
+            chk.broken.append(f"{st.name}：{why}")
         chk.present_bytes += st.stat().st_size
     elif binf.is_file() and binf.stat().st_size > 0:
         chk.present_bytes += binf.stat().st_size
@@ -416,7 +421,7 @@ def remove_broken_files(chk: Check) -> list[str]:
     """Delete truncated/corrupt weight files in our own download folder so they are fetched again."""
     removed = []
     for entry in chk.broken:
-        name = entry.split(":", 1)[0]
+        name = entry.split("：", 1)[0]
         p = chk.path / name
         if name.endswith(".safetensors") and p.is_file():
             p.unlink()
@@ -439,84 +444,94 @@ def fetch(item: Item, args, models_dir: Path, roots: list[Path], out=print) -> P
     src = source_for(item, args.source)
     repo_id = item.ids[src]
     if found:
-        out(f"[ok] {item.name}: {verify(found, item).summary()} in {found}")
+        out(f"[ok] {item.name}：{verify(found, item).summary()}，在 {found}")
         return found
     target = target_dir(item, models_dir)
     for c in checks:
         if c.path != target:
-            out(f"[..] {item.name}: ignoring an incomplete copy in {c.path} ({c.summary()})")
+            out(f"[..] {item.name}：不用 {c.path} 里不完整的一份（{c.summary()}）")
     partial = next((c for c in checks if c.path == target), None)
     endpoint = os.environ.get("HF_ENDPOINT") or HF_MIRROR
-    via = f"ModelScope ({repo_id})" if src == "modelscope" else f"Hugging Face ({repo_id} via {endpoint})"
+    via = f"ModelScope（{repo_id}）" if src == "modelscope" else f"Hugging Face（{repo_id}，经 {endpoint}）"
     if partial:
-        out(f"[..] {item.name}: {target} is incomplete: {partial.summary()}")
-        out("     Downloading again resumes: files already complete are kept.")
+        out(f"[..] {item.name}：{target} 不完整：{partial.summary()}")
+        out("     再下载会接着下：已完整的文件会保留。")
     if args.dry_run:
         left = item.approx_bytes - (partial.present_bytes if partial else 0)
-        out(f"[dry-run] would download {item.name} from {via} into {target} (about {max(left, 0) / GB:.1f} GB"
-            f"{' left' if partial else ''}; skipping {', '.join(item.ignore)})")
+        out(f"[dry-run] 将从 {via}下载 {item.name} 到 {target}（{'还剩' if partial else ''}约 {max(left, 0) / GB:.1f} GB；"
+            f"跳过 {', '.join(item.ignore)}）")
         return None
     if args.verify_only:
-        raise DownloadError(f"{item.name} is not downloaded yet ({partial.summary() if partial else 'no copy found'})")
+        raise DownloadError(f"{item.name} 还没有下载（{partial.summary() if partial else '哪里都没找到'}）")
     if partial:
         for name in remove_broken_files(partial):
-            out(f"     removed the cut-off file {name}; it is downloaded again")
+            out(f"     删掉了截断的文件 {name}，它会重新下载")
     target.parent.mkdir(parents=True, exist_ok=True)
-    out(f"[>>] {item.name}: downloading from {via} into {target} (about {item.approx_bytes / GB:.1f} GB)")
+    out(f"[>>] {item.name}：从 {via}下载到 {target}（约 {item.approx_bytes / GB:.1f} GB）")
     try:
         DOWNLOADERS[src](repo_id, target, item.ignore)
     except ImportError as e:
-        raise DownloadError(f"the {src} client is not installed ({e}); install the course's GPU extra: "
+        raise DownloadError(f"没有装 {src} 的客户端（{e}）；请安装课程的 GPU extra："
                             f"pip install -e '.[gpu]'") from None
     except Exception as e:  # network, auth, disk: name it and say how to continue
         hint = ""
         text = str(e)
         if src == "hf" and any(s in text for s in ("401", "403", "gated", "Unauthorized", "restricted")):
-            hint = (" meta-llama repositories are gated: accept the license on huggingface.co and "
-                    "`export HF_TOKEN=...`, or use --source modelscope (LLM-Research mirror, no token).")
+            hint = ("meta-llama 的仓库要先申请：在 huggingface.co 上同意许可并 `export HF_TOKEN=...`，"
+                    "或者改用 --source modelscope（LLM-Research 的镜像，不要 token）。")
         elif "No space left" in text:
-            hint = " The disk is full: free space under the models folder (df -h) and rerun."
-        raise DownloadError(f"downloading {repo_id} from {src} failed: {type(e).__name__}: {text[:500]}.{hint}") from e
+            hint = "磁盘满了：在模型文件夹所在的盘上腾出空间（df -h），再重新运行。"
+        raise DownloadError(f"从 {src} 下载 {repo_id} 失败：{type(e).__name__}: {text[:500]}。{hint}") from e
     chk = verify(target, item)
     if not chk.complete:
-        raise DownloadError(f"{item.name} in {target} is still incomplete after the download: {chk.summary()}")
-    out(f"[ok] {item.name}: {chk.summary()} in {target}")
+        raise DownloadError(f"下载之后 {target} 里的 {item.name} 仍不完整：{chk.summary()}")
+    out(f"[ok] {item.name}：{chk.summary()}，在 {target}")
     return target
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="Download and verify the GPU profiles' models; record them in paths.json.")
+    ap = argparse.ArgumentParser(description="下载并校验 GPU 配置的模型，把路径记录到 paths.json。")
     ap.add_argument("--profile", default="qwen7b", choices=["qwen7b", "llama3b"])
     ap.add_argument("--source", default="modelscope", choices=["modelscope", "hf"])
-    ap.add_argument("--awq", action="store_true", help="Qwen2.5-7B-Instruct-AWQ (for 16 GB cards)")
-    ap.add_argument("--with-bf16", action="store_true", help="with --awq: also the bf16 base (to train adapters)")
-    ap.add_argument("--models-dir", type=Path, default=None, help="default: course_utils.profiles.models_dir()")
-    ap.add_argument("--dry-run", action="store_true", help="say what would be downloaded; change nothing")
+    ap.add_argument("--awq", action="store_true", help="Qwen2.5-7B-Instruct-AWQ（给 16 GB 的卡）")
+    ap.add_argument("--with-bf16", action="store_true", help="和 --awq 一起：也下载 bf16 基座（训练 adapter 用）")
+    ap.add_argument("--models-dir", type=Path, default=None, help="默认：course_utils.profiles.models_dir()")
+    ap.add_argument("--dry-run", action="store_true", help="只说会下载什么，不改动任何东西")
     ap.add_argument("--verify-only", action="store_true",
-                    help="download nothing: check, record complete models in paths.json, exit 1 if any is missing")
+                    help="什么都不下载：只校验，把完整的模型记到 paths.json，缺了就以状态 1 退出")
+    ap.add_argument("--print-sources", action="store_true",
+                    help="列出计划要用的下载来源（如 'modelscope hf'）后退出")
+    ap.add_argument("--only-from", choices=["modelscope", "hf"],
+                    help="只下载来自这个来源的部分（setup.sh 用它只给 hf 开学术加速）")
     args = ap.parse_args(argv)
-    models_dir = (args.models_dir or default_models_dir()).resolve()
     try:
         items = plan_items(args.profile, args.awq, args.with_bf16)
     except ValueError as e:
-        print(f"ERROR: {e}", file=sys.stderr)
+        print(f"错误：{e}", file=sys.stderr)
         return 2
     serve_key = items[-1].key if args.profile == "qwen7b" else "llama3b"
+    sources = list(dict.fromkeys(source_for(item, args.source) for item in items))
+    if args.print_sources:
+        print(" ".join(sources))
+        return 0
+    if args.only_from:
+        items = [item for item in items if source_for(item, args.source) == args.only_from]
+    models_dir = (args.models_dir or default_models_dir()).resolve()
     roots = search_roots(models_dir)
-    print(f"models folder: {models_dir}")
+    print(f"模型文件夹：{models_dir}")
     for item in items:
         try:
             path = fetch(item, args, models_dir, roots)
         except DownloadError as e:
-            print(f"ERROR: {e}", file=sys.stderr)
-            print(f"       To continue (resumes, keeps complete files): {rerun_command(args)}", file=sys.stderr)
+            print(f"错误：{e}", file=sys.stderr)
+            print(f"      接着下载（保留已完整的文件）：{rerun_command(args)}", file=sys.stderr)
             return 1
         if path is not None and not args.dry_run:
             record(models_dir, item, path, serve_key)
     if args.dry_run:
-        print(f"[dry-run] would record the paths in {models_dir / 'paths.json'}")
+        print(f"[dry-run] 将把路径记录到 {models_dir / 'paths.json'}")
     else:
-        print(f"paths recorded in {models_dir / 'paths.json'}")
+        print(f"路径已记录到 {models_dir / 'paths.json'}")
     return 0
 
 

@@ -90,7 +90,7 @@ def parse_tasks(text: str | None) -> list[str]:
     tasks = [t.strip() for t in text.split(",") if t.strip()]
     unknown = [t for t in tasks if t not in ADAPTERS]
     if unknown:
-        raise TrainError(f"unknown task(s) {', '.join(unknown)}; choose from {', '.join(TASKS)}")
+        raise TrainError(f"没有这个任务：{', '.join(unknown)}；可选：{', '.join(TASKS)}")
     return tasks
 
 
@@ -110,10 +110,10 @@ def check_base(base: Path, strict: bool = True) -> download.Check:
     chk = download.verify_model(base, download.ITEMS[PROFILE])
     if strict and not chk.complete:
         raise TrainError(
-            f"the bf16 base {base} is not ready ({chk.summary()}). Download it first: "
+            f"bf16 基座 {base} 还没准备好（{chk.summary()}）。先下载它："
             f"python -m course_utils.gpu.download --profile qwen7b"
             + ("" if "quantization" not in " ".join(chk.problems) else
-               " (the adapters are trained on the bf16 base, not on the AWQ one)"))
+               "（adapter 在 bf16 基座上训练，不在 AWQ 基座上）"))
     return chk
 
 
@@ -138,7 +138,7 @@ def clean_partials(root: Path) -> list[Path]:
 def install_adapter(tmp: Path, final: Path) -> Path:
     """Move a finished adapter from its temporary folder into place (replacing an incomplete one)."""
     if not adapter_complete(tmp):
-        raise TrainError(f"training wrote no complete adapter to {tmp}")
+        raise TrainError(f"训练没有在 {tmp} 写出完整的 adapter")
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
@@ -153,16 +153,15 @@ def check_gpu(device: str) -> None:
 
     if not torch.cuda.is_available():
         raise TrainError(
-            "PyTorch sees no CUDA GPU (torch.cuda.is_available() is False). Check `nvidia-smi`; if the driver "
-            "is older than the wheels need, see autodl/README.md (driver too old) and rerun "
-            "`bash autodl/setup.sh --cuda12`.")
+            "PyTorch 看不到 CUDA GPU（torch.cuda.is_available() 为 False）。先看 `nvidia-smi`；如果驱动比 wheel "
+            "要求的旧，见 autodl/README.md（驱动太旧）并运行 `bash autodl/setup.sh --cuda12`。")
     props = torch.cuda.get_device_properties(0)
     total_mib = props.total_memory // 2**20
     if total_mib < TRAIN_MIB:
         raise TrainError(
-            f"{props.name} has {total_mib} MiB; training the adapters on the bf16 7B base needs about "
-            f"{TRAIN_MIB} MiB (an RTX 4090 / 3090 / A10 class GPU). Train them on such an instance and copy "
-            f"{adapters_root(default_models_dir())} here, or serve with --awq + adapters trained elsewhere.")
+            f"{props.name} 只有 {total_mib} MiB 显存；在 bf16 7B 基座上训练 adapter 大约要 {TRAIN_MIB} MiB"
+            f"（RTX 4090 / 3090 / A10 这一类 GPU）。请在这样的实例上训练，再把 {adapters_root(default_models_dir())} "
+            f"复制到这里；或者用 --awq 部署，配上在别处训练好的 adapter。")
     free, _ = torch.cuda.mem_get_info()
     if free // 2**20 < TRAIN_MIB - 2000:
         from .free import kernel_pids, visible_holders   # a container's nvidia-smi names no process: what we see
@@ -198,18 +197,18 @@ def train_all(models_dir: Path, tasks: list[str], cfg: TrainConfig, base: Path, 
     root = adapters_root(models_dir)
     root.mkdir(parents=True, exist_ok=True)
     for p in clean_partials(root):
-        out(f"removed the leftover of an interrupted run: {p}")
+        out(f"删掉了上次中断留下的：{p}")
     done = {}
     for task, final, status in plan(models_dir, tasks, force):
         if status == "done":
-            out(f"[ok] adapter {task}: already trained in {final}")
+            out(f"[ok] adapter {task}：已经训练好，在 {final}")
             done[task] = final
             download.write_paths(models_dir, download.merge_paths(
                 read_paths_file(models_dir), PROFILE, adapters={task: str(final.resolve())}))
             continue
         spec = ADAPTERS[task]
-        out(f"[>>] adapter {task}: rank {spec.rank}, alpha {spec.alpha}, targets {','.join(spec.target_modules)}; "
-            f"{max(1, round(cfg.adapter_steps * spec.steps_factor))} steps x batch {cfg.batch_size}")
+        out(f"[>>] adapter {task}：rank {spec.rank}，alpha {spec.alpha}，target_modules {','.join(spec.target_modules)}；"
+            f"{max(1, round(cfg.adapter_steps * spec.steps_factor))} 步 x batch {cfg.batch_size}")
         tmp = root / f".{task}.partial-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         t0 = time.time()
@@ -223,7 +222,7 @@ def train_all(models_dir: Path, tasks: list[str], cfg: TrainConfig, base: Path, 
         write_manifest(root, task, stats, cfg, seconds)
         download.write_paths(models_dir, download.merge_paths(
             read_paths_file(models_dir), PROFILE, adapters={task: str(final.resolve())}))
-        out(f"[ok] adapter {task}: final loss {stats['final_loss']}, {seconds:.0f} s -> {final}")
+        out(f"[ok] adapter {task}：最终 loss {stats['final_loss']}，{seconds:.0f} 秒 -> {final}")
         done[task] = final
         torch = sys.modules.get("torch")
         if device == "cuda" and torch is not None:
@@ -232,22 +231,22 @@ def train_all(models_dir: Path, tasks: list[str], cfg: TrainConfig, base: Path, 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="Train the course's four LoRA adapters on Qwen2.5-7B-Instruct (GPU).")
+    ap = argparse.ArgumentParser(description="在 Qwen2.5-7B-Instruct 上训练课程的四个 LoRA adapter（GPU）。")
     ap.add_argument("--profile", default=PROFILE, choices=["qwen7b", "llama3b"])
-    ap.add_argument("--tasks", help=f"comma-separated subset of {','.join(TASKS)} (default: all)")
-    ap.add_argument("--steps", type=int, help=f"optimizer steps per adapter (default {GPU_TRAIN['adapter_steps']})")
-    ap.add_argument("--batch-size", type=int, help=f"default {GPU_TRAIN['batch_size']}")
-    ap.add_argument("--lr", type=float, help=f"default {GPU_TRAIN['adapter_lr']}")
-    ap.add_argument("--models-dir", type=Path, help="default: course_utils.profiles.models_dir()")
-    ap.add_argument("--base", type=Path, help="bf16 base folder (default: from paths.json)")
-    ap.add_argument("--force", action="store_true", help="retrain adapters that are already complete")
-    ap.add_argument("--dry-run", action="store_true", help="say what would be trained; change nothing")
+    ap.add_argument("--tasks", help=f"{','.join(TASKS)} 中的几个，逗号分隔（默认全部）")
+    ap.add_argument("--steps", type=int, help=f"每个 adapter 的优化步数（默认 {GPU_TRAIN['adapter_steps']}）")
+    ap.add_argument("--batch-size", type=int, help=f"默认 {GPU_TRAIN['batch_size']}")
+    ap.add_argument("--lr", type=float, help=f"默认 {GPU_TRAIN['adapter_lr']}")
+    ap.add_argument("--models-dir", type=Path, help="默认：course_utils.profiles.models_dir()")
+    ap.add_argument("--base", type=Path, help="bf16 基座的文件夹（默认取自 paths.json）")
+    ap.add_argument("--force", action="store_true", help="已经训练好的 adapter 也重新训练")
+    ap.add_argument("--dry-run", action="store_true", help="只说会训练什么，不改动任何东西")
     ap.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: smoke tests only
     ap.add_argument("--dtype", default="bfloat16", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.profile != PROFILE:
-        print(f"profile {args.profile}: nothing to train (its adapter, jeeejeee/llama32-3b-text2sql-spider, is "
-              f"downloaded by `python -m course_utils.gpu.download --profile {args.profile}`).")
+        print(f"配置 {args.profile}：没有要训练的（它的 adapter jeeejeee/llama32-3b-text2sql-spider 由 "
+              f"`python -m course_utils.gpu.download --profile {args.profile}` 下载）。")
         return 0
     models_dir = (args.models_dir or default_models_dir()).resolve()
     try:
@@ -257,35 +256,35 @@ def main(argv=None) -> int:
         steps = plan(models_dir, tasks, args.force)
         if args.dry_run:
             chk = check_base(base, strict=False)
-            print(f"base (bf16): {base}: {chk.summary()}")
-            print(f"config: {cfg.adapter_steps} steps, batch {cfg.batch_size}, lr {cfg.adapter_lr}, "
-                  f"{args.device}/{args.dtype}, gradient checkpointing")
+            print(f"基座（bf16）：{base}：{chk.summary()}")
+            print(f"设置：{cfg.adapter_steps} 步，batch {cfg.batch_size}，lr {cfg.adapter_lr}，"
+                  f"{args.device}/{args.dtype}，梯度检查点")
             for task, path, status in steps:
                 spec = ADAPTERS[task]
-                what = "already trained, skip" if status == "done" else "would train (a few minutes on an RTX 4090)"
-                print(f"[dry-run] adapter {task} (rank {spec.rank}, {','.join(spec.target_modules)}) -> {path}: {what}")
-            print(f"[dry-run] would record the adapters in {models_dir / 'paths.json'}")
+                what = "已经训练好，跳过" if status == "done" else "将训练（RTX 4090 上几分钟）"
+                print(f"[dry-run] adapter {task}（rank {spec.rank}，{','.join(spec.target_modules)}）-> {path}：{what}")
+            print(f"[dry-run] 将把 adapter 记录到 {models_dir / 'paths.json'}")
             return 0
         if all(s == "done" for _, _, s in steps):
             for task, path, _ in steps:
-                print(f"[ok] adapter {task}: already trained in {path}")
+                print(f"[ok] adapter {task}：已经训练好，在 {path}")
             download.write_paths(models_dir, download.merge_paths(
                 read_paths_file(models_dir), PROFILE, adapters={t: str(p.resolve()) for t, p, _ in steps}))
             return 0
         if args.device == "cuda":
             check_base(base)
         else:  # smoke runs on a tiny stand-in base
-            print(f"device {args.device}: smoke run, the base {base} is not checked against Qwen2.5-7B-Instruct")
+            print(f"设备 {args.device}：冒烟运行，不核对基座 {base} 是不是 Qwen2.5-7B-Instruct")
         check_gpu(args.device)
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS, no warnings
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         train_all(models_dir, tasks, cfg, base, device=args.device, dtype=args.dtype, force=args.force)
     except TrainError as e:
-        print(f"ERROR: {e}", file=sys.stderr)
-        print("       To continue (finished adapters are kept): python -m course_utils.gpu.train_adapters --profile qwen7b",
+        print(f"错误：{e}", file=sys.stderr)
+        print("      接着训练（训练好的 adapter 会保留）：python -m course_utils.gpu.train_adapters --profile qwen7b",
               file=sys.stderr)
         return 1
-    print(f"adapters recorded in {models_dir / 'paths.json'}")
+    print(f"adapter 已记录到 {models_dir / 'paths.json'}")
     return 0
 
 
