@@ -162,7 +162,7 @@ def merge_adapter(prof, name, out_dir):
         return _not_on_a_quantized_base(prof, f"合并 {name}")
     out = Path(out_dir) / name
     size = memory.weight_bytes(memory.load_config(prof.base_model), prof.host_dtype).total   # one full copy
-    require_free_disk(out_dir, size, f"the merged model {name!r}")      # a clear error, not a half-written copy
+    require_free_disk(out_dir, size, f"合并后的模型 {name!r}")      # a clear error, not a half-written copy
     base = AutoModelForCausalLM.from_pretrained(prof.base_model, dtype=getattr(torch, prof.host_dtype))
     try:
         merged = PeftModel.from_pretrained(base, prof.adapter(name)).merge_and_unload()   # W + (alpha/r) B A
