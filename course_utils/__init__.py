@@ -14,7 +14,9 @@ The labs show the real vLLM code; these helpers do the plumbing. By concern:
 - ``gpu/``: the AutoDL GPU instance: checks, downloads, adapter training;
 - ``newadapter/``: Lab 08's new task, its training in a child process, the pre-check of the new folder;
 - ``selftest``: the self-test's questions, answered from the recordings;
-- ``exercises``: the labs' exercise checks (``cu.exercises.check(name, answer)``).
+- ``exercises``: the labs' exercise checks (``cu.exercises.check(name, answer)``);
+- ``claims``: a lab's claim asserted where vLLM runs on the CPU, reported on GPU profiles (``cu.expect``,
+  ``cu.expect_rows``).
 """
 
 from .adapters import AdapterError, check_adapter, read_adapter
@@ -24,11 +26,12 @@ from .lab import start
 from .replay.record import as_recorded, measure, replayable
 from .timing import fmt_seconds, timer
 from .chat import chat_prompt
+from .claims import expect, expect_rows
 from .profiles import Profile, ProfileError, get_profile
 from .replay.session import RecordingError, ReplayMiss
 
 __all__ = ["AdapterError", "as_recorded", "Profile", "ProfileError", "RecordingError", "ReplayMiss", "check_adapter",
-           "chat_prompt", "exercises", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "replayable", "server", "start", "timer", "vllm_version"]
+           "chat_prompt", "exercises", "expect", "expect_rows", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "replayable", "server", "start", "timer", "vllm_version"]
 
 
 def __getattr__(name: str):

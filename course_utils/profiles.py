@@ -62,10 +62,18 @@ class Profile:
         return "float32" if self.hardware == "cpu" else self.engine.get("dtype", "bfloat16")
 
     @property
+    def vllm_on_cpu(self) -> bool:
+        """vLLM computes on the CPU here (tiny; the rehearsal, though GPU-shaped): in float32, on the machines
+        that record the labs and run the tests. What the labs claim from those runs alone, they assert only here
+        (:mod:`course_utils.claims`); timings here are the CPU's (a server start: ``server/process.py``)."""
+        return self.hardware == "cpu" or self.rehearsed
+
+    @property
     def batch_invariant(self) -> bool:
-        """Whether a row's greedy answer cannot depend on the rest of its batch, so the labs assert it token for
-        token: float32 engines (the CPU profiles), or bf16 under ``VLLM_BATCH_INVARIANT=1``. Not the AWQ base,
-        which runs without that mode (see ``_qwen7b``): there the labs report how many rows agree."""
+        """Whether the engine runs in a batch-invariant setting: float32 (the CPU profiles, where the labs assert
+        row identity: :attr:`vllm_on_cpu`), or bf16 under ``VLLM_BATCH_INVARIANT=1``, which in vLLM 0.26.0 pins
+        the base's matmuls and the LoRA shrink's ``split_k`` but not its ``block_k`` (see ``GPU_ENV``): on a GPU
+        the labs report how many rows agree. Not the AWQ base, which runs without that mode (see ``_qwen7b``)."""
         return self.engine.get("dtype") == "float32" or self.env.get("VLLM_BATCH_INVARIANT") == "1"
 
     @property
@@ -203,12 +211,15 @@ def _tiny() -> Profile:
 # GPU profiles keep vLLM's engine process (deleting an LLM then frees all of its GPU memory).
 # Labs 02/03 measure the engine's LoRA buffers with llm.apply_model, which sends a function to
 # that process. Offline LLM engines only; course_utils.server never passes this to a server.
-# VLLM_BATCH_INVARIANT=1: the labs prove "batching does not change answers" token for token. In bf16 on
-# CUDA that needs vLLM's batch-invariant mode: without it the LoRA shrink kernel splits K with atomic adds
-# for small batches (vllm/lora/ops/triton_ops/utils.py, kernel_utils.py), so a token can flip with the
-# batch's composition. In vLLM 0.26.0 the mode covers an RTX 4090 (sm_89: Triton persistent matmul for
-# mm/addmm/matmul/linear, model_executor/layers/batch_invariant.py), sets the LoRA shrink to split_k=1,
-# and FlashAttention declares supports_batch_invariance. It is slower: Lab 01 says so.
+# VLLM_BATCH_INVARIANT=1: the labs compare answers row by row ("batching does not change answers"). In bf16 on
+# CUDA, without this mode the LoRA shrink kernel splits K with atomic adds for small batches
+# (vllm/lora/ops/triton_ops/utils.py, kernel_utils.py), so a token can flip with the batch's composition. What
+# vLLM 0.26.0's mode pins, read from its source: on an RTX 4090 (sm_89) a Triton persistent matmul for
+# mm/addmm/matmul/linear (model_executor/layers/batch_invariant.py), split_k=1 in the LoRA shrink, and
+# FlashAttention declares supports_batch_invariance. It does not pin the whole LoRA path: the shrink's block_k
+# still switches from 256 to 32 at 128 tokens (triton_ops/utils.py), and with prefix caching a reference run
+# computes fewer tokens than the batch it is compared with. Row identity on a GPU is therefore not claimed:
+# the labs report it there, not yet run on a 4090 (course_utils/claims.py). The mode is slower: Lab 01 says so.
 GPU_ENV = {**QUIET_ENV, "VLLM_ALLOW_INSECURE_SERIALIZATION": "1", "VLLM_BATCH_INVARIANT": "1"}
 
 

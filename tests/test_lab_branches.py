@@ -31,10 +31,6 @@ TINY_BASE = {"true": LIVE, "false": REHEARSED, "evidence": "rehearsal 配置跳�
 # (lab, the branch line stripped of its comment) -> {side: the suite that takes it}; "evidence": text the
 # GPU side prints, looked for in the rehearsal's recorded lab.
 BRANCHES = {
-    ("01", "if prof.batch_invariant:"): {
-        "true": f"{LIVE}; {REHEARSED} (float32)",
-        "false": "GPU only (the AWQ base: fp16 without batch-invariant mode); the profile's flag is tested in "
-                 "tests/test_profiles.py"},
     ("01", 'if not prof.skips("the sibling-base demonstration"):'): TINY_BASE,
     ("01", 'if not prof.skips("the fingerprint check"):'): TINY_BASE,
     ("01", 'if prof.hardware == "cpu":'): {

@@ -151,6 +151,30 @@ def test_a_failed_child_says_where_its_log_is(monkeypatch, tmp_path):
     assert "stamp.train.log" in str(e.value)
 
 
+def test_the_training_child_runs_with_deterministic_cublas(monkeypatch, tmp_path):
+    """Review S8: the trainer turns on torch's deterministic algorithms; on CUDA, cuBLAS is deterministic only with
+    CUBLAS_WORKSPACE_CONFIG set before it starts (else a warning at every matmul in the training log). The child's
+    real environment, read from /proc while it runs, must carry it, as gpu/train_adapters.py's training does."""
+    psutil = pytest.importorskip("psutil")
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    monkeypatch.setattr(training, "OUT", tmp_path)
+    seen, start = {}, training.processes.start
+
+    def start_and_look(argv, **kw):
+        started = start(argv, **kw)
+        seen.update(psutil.Process(started.pid).environ())
+        return started
+
+    monkeypatch.setattr(training.processes, "start", start_and_look)
+    broken = replace(profiles.get_profile("tiny"), base_model=str(tmp_path / "no-such-base"))   # ends at once
+    with pytest.raises(training.TrainingError):
+        training.train(broken, "stamp", EXAMPLES, rank=2, steps=1, target_modules=["q_proj"])
+    assert seen.get("CUBLAS_WORKSPACE_CONFIG") == ":4096:8", "the training child runs without deterministic cuBLAS"
+    from course_utils.tinyworld.trainer import DETERMINISTIC_CUBLAS
+
+    assert DETERMINISTIC_CUBLAS == {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}    # one setting, train_adapters uses it too
+
+
 def test_nothing_is_loaded_where_no_server_runs():
     assert training.loaded_by(REPO / "build" / "lab08" / "stamp") == []
 

@@ -337,7 +337,8 @@ def check_long_tail_16x_steps() -> str | None:
 
 def check_wall_ratio_asserted_below_steps() -> str | None:
     code = "\n".join(c.source for c in _notebook("03").cells if c.cell_type == "code")
-    return None if "assert wall < steps" in code else "Lab 03 no longer asserts that the wall ratio is below the step ratio"
+    # asserted where vLLM runs on the CPU (the recordings), reported on GPU profiles (course_utils.claims)
+    return None if "cu.expect(prof, wall < steps" in code else "Lab 03 no longer checks that the wall ratio is below the step ratio"
 
 
 def check_second_lru_reload() -> str | None:

@@ -559,3 +559,36 @@ def test_a_timeout_with_a_proxy_set_mentions_the_proxy(monkeypatch):
     for k in PROXY_VARS:
         monkeypatch.delenv(k)
     assert "代理" not in start_failure("p", None, None, 180).cause
+
+
+# -- review S6: a cold 7B start takes longer than the CPU's ------------------------------------------------------
+def _gpu_profile(monkeypatch, tmp_path):
+    """qwen7b, with the stand-in nvidia-smi (an idle 4090) on PATH for the course's free-memory check."""
+    monkeypatch.setenv("PATH", f"{Path(__file__).parent / 'fakes'}:{os.environ['PATH']}")
+    monkeypatch.setenv("COURSE_MODELS_DIR", str(tmp_path / "models"))
+    return profiles.get_profile("qwen7b")
+
+
+def test_a_gpu_profile_waits_longer_for_a_cold_start_than_the_cpu(monkeypatch, tmp_path):
+    """A first `vllm serve` of the 7B reads 15 GB of weights, compiles for its LoRA config and captures CUDA graphs
+    twice; the CPU's 180 s would cut it off. Not measured on a 4090: the GPU default is an estimate."""
+    assert Server(TINY, label="cpu").ready_timeout == 180
+    assert Server(profiles.get_profile("rehearsal"), label="rehearsal").ready_timeout == 180   # vLLM on CPU
+    assert Server(_gpu_profile(monkeypatch, tmp_path), label="gpu").ready_timeout == 600
+    assert Server(TINY, label="asked", ready_timeout=20).ready_timeout == 20
+
+
+def test_a_slow_start_on_a_gpu_profile_says_once_that_it_is_still_loading(monkeypatch, tmp_path, capsys):
+    from course_utils.server import process
+
+    monkeypatch.setattr(process, "STILL_LOADING_AFTER", 0.5)     # a minute on a 4090
+    before = _children()
+    with FakeServer(_gpu_profile(monkeypatch, tmp_path), label="cold",     # the GPU default: 600 s
+                    env={"FAKE_MODE": "slow", "FAKE_SLOW": "2"}) as s:
+        shown = capsys.readouterr().out
+        assert s.ready_seconds >= 2
+    lines = [ln for ln in shown.splitlines() if "还在加载" in ln]
+    assert len(lines) == 1 and "'cold'" in lines[0] and "600" in lines[0], shown
+    _nothing_left(s, before)
+    with FakeServer(TINY, label="cpu-slow", ready_timeout=20, env={"FAKE_MODE": "slow", "FAKE_SLOW": "2"}):
+        assert "还在加载" not in capsys.readouterr().out          # CPU profiles: recorded outputs stay as they are

@@ -32,7 +32,7 @@ from . import download
 from .checks import TRAIN_MIB  # GPU memory the bf16 7B base + LoRA training needs
 from ..adapters import read_safetensors_header
 from ..paths import models_dir as default_models_dir, read_paths_file
-from ..tinyworld.trainer import ADAPTERS, TrainConfig
+from ..tinyworld.trainer import ADAPTERS, TrainConfig, deterministic_env
 
 PROFILE = "qwen7b"
 BASE_NAME = "Qwen/Qwen2.5-7B-Instruct"  # written into adapter_config.json instead of a local path
@@ -276,7 +276,7 @@ def main(argv=None) -> int:
         else:  # smoke runs on a tiny stand-in base
             print(f"设备 {args.device}：冒烟运行，不核对基座 {base} 是不是 Qwen2.5-7B-Instruct")
         check_gpu(args.device)
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS, no warnings
+        os.environ.update(deterministic_env(os.environ))  # deterministic cuBLAS, no warnings
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         train_all(models_dir, tasks, cfg, base, device=args.device, dtype=args.dtype, force=args.force)
     except TrainError as e:

@@ -16,6 +16,7 @@ Read mode replays the recorded run (its loss curve, its figures); no adapter is 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from ..replay import keys
 from ..replay.record import recorded
 from ..replay.session import active
 from ..server.http import short_path
+from ..tinyworld.trainer import deterministic_env
 from . import task
 
 OUT = REPO / "build" / "lab08"
@@ -103,8 +105,10 @@ def _train(prof, name, examples, rank, steps, target_modules, show=None) -> dict
     job_file, log = OUT / f"{name}.job.json", OUT / f"{name}.train.log"
     job_file.write_text(json.dumps({**spec, "out": str(tmp)}, indent=1))
     t0 = time.monotonic()
+    # deterministic cuBLAS on CUDA (the trainer asks torch for deterministic algorithms), as gpu/train_adapters.py
     child = processes.start([sys.executable, "-m", "course_utils.newadapter.training", str(job_file)],
-                            stdout=subprocess.PIPE, text=True, die_with_parent=True, cwd=str(REPO))
+                            env=deterministic_env(os.environ), stdout=subprocess.PIPE, text=True,
+                            die_with_parent=True, cwd=str(REPO))
     losses, result = [], None
     try:
         with open(log, "w") as log_f:

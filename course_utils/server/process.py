@@ -48,6 +48,17 @@ from .diagnose import log_tail, start_failure
 from .http import openai_client
 
 PIDFILE_PREFIX = "vllm-server-"
+# How long a start may take before the server counts as failed. CPU profiles: the course's measured starts (the
+# tiny model, about 25 s) with room to spare. GPU profiles: an estimate, not measured on a 4090 (review S6): a
+# cold `vllm serve` of the 7B reads 15 GB of weights from the data disk, compiles for each LoRA config no earlier
+# engine used (torch.compile), captures CUDA graphs twice (cudagraph_specialize_lora) and builds the
+# batch-invariant Triton kernels. Past STILL_LOADING_AFTER seconds a GPU start says once that it is still loading.
+CPU_READY_TIMEOUT, GPU_READY_TIMEOUT = 180.0, 600.0
+STILL_LOADING_AFTER = 60.0
+
+
+def default_ready_timeout(profile: Profile) -> float:
+    return CPU_READY_TIMEOUT if profile.vllm_on_cpu else GPU_READY_TIMEOUT
 
 
 # -- where pid files live -------------------------------------------------------
@@ -139,9 +150,22 @@ def _healthy(srv: Server) -> bool:
 
 
 def _wait_ready(srv: Server, t0: float) -> None:
-    """Until ``srv`` answers /health on its own port; raises :class:`ServerError` if it ends or times out."""
+    """Until ``srv`` answers /health on its own port; raises :class:`ServerError` if it ends or times out.
+
+    On a GPU profile, a start still loading after :data:`STILL_LOADING_AFTER` seconds says so once (on CPU
+    profiles nothing is printed: the recorded outputs stay the same from run to run)."""
+    said = srv.profile.vllm_on_cpu
+
+    def ready() -> bool:
+        nonlocal said
+        if not said and time.monotonic() - t0 > STILL_LOADING_AFTER:
+            said = True
+            print(f"服务 {srv.label!r} 启动了 {time.monotonic() - t0:.0f} 秒，还在加载（读权重、为这组 LoRA 设置编译、"
+                  f"捕获 CUDA graph；冷启动要几分钟），最多等 {srv.ready_timeout:.0f} 秒。进度在日志里：{srv.log_path}")
+        return _healthy(srv)
+
     try:
-        processes.wait_until(lambda: _healthy(srv), t0 + srv.ready_timeout - time.monotonic(), interval=0.5,
+        processes.wait_until(ready, t0 + srv.ready_timeout - time.monotonic(), interval=0.5,
                              proc=srv.proc, what=f"server {srv.label!r}")
     except (TimeoutError, processes.ProcessExited):
         time.sleep(0.2)  # the last lines of the log
@@ -158,14 +182,16 @@ class Server:
 
     ``options`` are those of :class:`~.command.Launch`: ``max_loras``,
     ``max_lora_rank``, ``runtime_updates``, ``extra_args``, ``api_key``,
-    ``served_model_name``, ``use_cli``; ``env`` adds to the server's environment.
+    ``served_model_name``, ``use_cli``; ``env`` adds to the server's environment. ``ready_timeout``: seconds
+    the start may take (by default :func:`default_ready_timeout`: 180 on CPU profiles, 600 on GPU ones).
     """
 
     launch_class = Launch  # what builds the command line (a test swaps in a stand-in server)
 
     def __init__(self, profile: Profile, lora_modules: Iterable = (), *, port: int | None = None,
-                 ready_timeout: float = 180.0, label: str = "server", env: dict | None = None, **options):
-        self.profile, self.port, self.ready_timeout, self.label = profile, port, ready_timeout, label
+                 ready_timeout: float | None = None, label: str = "server", env: dict | None = None, **options):
+        self.profile, self.port, self.label = profile, port, label
+        self.ready_timeout = default_ready_timeout(profile) if ready_timeout is None else ready_timeout
         self.launch = self.launch_class(profile, list(lora_modules), extra_env=dict(env or {}), **options)
         self.tag = processes.new_tag()  # in the environment of every process of this server
         self.command = self.launch.argv(self.port or 0)

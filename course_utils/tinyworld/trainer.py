@@ -53,6 +53,15 @@ from ..paths import REPO, TINY
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 BASE_NAME = "course-tiny-qwen2"
+# _seed_everything turns on torch's deterministic algorithms; on CUDA, cuBLAS is deterministic only with a fixed
+# workspace, set before CUDA starts (else torch warns at every matmul). Put it in the environment of every process
+# that trains on a GPU (deterministic_env); on CPU it changes nothing.
+DETERMINISTIC_CUBLAS = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
+
+
+def deterministic_env(env) -> dict:
+    """A copy of ``env`` (a mapping, e.g. ``os.environ``) with :data:`DETERMINISTIC_CUBLAS` where it sets none."""
+    return {**DETERMINISTIC_CUBLAS, **env}
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """A stand-in for a vLLM server (tests/test_server.py): answers GET on ``--port`` and forks a child, as vLLM
 starts its engine process. ``FAKE_MODE=rank``: fails like vLLM on a rank above max_lora_rank; ``hang``: never
-answers. ``GET /v1/models`` answers as vLLM does (one model, ``base``), so the openai client can list it."""
+answers; ``slow``: answers after ``FAKE_SLOW`` seconds (a cold start), 2 by default. ``GET /v1/models`` answers as
+vLLM does (one model, ``base``), so the openai client can list it."""
 
 import http.server
 import json
@@ -19,6 +20,8 @@ if mode == "rank":
     sys.exit(1)
 if mode == "hang":
     time.sleep(600)
+if mode == "slow":
+    time.sleep(float(os.environ.get("FAKE_SLOW", "2")))
 
 
 class H(http.server.BaseHTTPRequestHandler):
