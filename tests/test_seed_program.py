@@ -81,5 +81,5 @@ def test_without_the_download_it_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_PROFILE", "llama3b")
     monkeypatch.setattr(profiles, "cuda_available", lambda: True)
     _fake_vllm(monkeypatch)
-    with pytest.raises(profiles.ProfileError, match="Llama-3.2-3B-Instruct is missing.*setup.sh --profile llama3b"):
+    with pytest.raises(profiles.ProfileError, match="找不到基座模型的文件夹 .*Llama-3.2-3B-Instruct.*setup.sh --profile llama3b"):
         runpy.run_path(str(SCRIPT), run_name="__main__")
