@@ -285,6 +285,16 @@ def _generation_defaults(prof) -> dict:
     return {k: cfg[k] for k in keys if k in cfg} or "无（没有采样字段）"
 
 
+def course_ready_timeout(prof) -> float | None:
+    """How long the course's servers wait for a start on ``prof`` (per profile where the course says so)."""
+    from course_utils.server import process
+
+    if hasattr(process, "default_ready_timeout"):
+        return float(process.default_ready_timeout(prof))
+    default = inspect.signature(process.Server.__init__).parameters["ready_timeout"].default
+    return float(default) if isinstance(default, (int, float)) else None
+
+
 def step_server(args) -> StepResult:
     from course_utils.profiles import ProfileError
 
@@ -295,24 +305,29 @@ def step_server(args) -> StepResult:
     except ProfileError as e:
         return StepResult("server", "skipped", why=f"配置不能用：{e}", ran=ran)
     from course_utils.chat import chat_prompt
-    from course_utils.server import Server
+    from course_utils.server import Server, ServerError
 
-    timeout = inspect.signature(Server.__init__).parameters["ready_timeout"].default
+    timeout = course_ready_timeout(prof)
     cache = Path.home() / ".cache" / "vllm"
-    numbers: dict = {"课程的就绪超时（秒）": timeout, "generation_config.json 的采样默认值": _generation_defaults(prof),
+    numbers: dict = {"课程的就绪超时（秒）": timeout or "未知", "这次最多等（秒）": args.ready_limit,
+                     "generation_config.json 的采样默认值": _generation_defaults(prof),
                      "启动前 ~/.cache/vllm 已有内容（有则不算完全冷启动）": cache.is_dir() and any(cache.iterdir())}
     rows = [("sql", "Write a SQL query: List all airports in Malawi."), (None, "Tell me something about chess.")]
     served = {}
-    with Server(prof, lora_modules=[("sql", prof.adapter("sql"))], ready_timeout=max(args.ready_limit, timeout),
-                label="gpu-check") as srv:
-        numbers["服务就绪用时（秒）"] = srv.ready_seconds
-        client = srv.client()
-        for adapter, text in rows:
-            r = client.chat.completions.create(model=adapter or srv.launch.served_model_name, temperature=0,
-                                               max_tokens=48, messages=[{"role": "user", "content": text}])
-            served[adapter] = r.choices[0].message.content.strip()
-        shown = srv.display_command
-    numbers["服务命令"] = shown
+    server = Server(prof, lora_modules=[("sql", prof.adapter("sql"))], ready_timeout=args.ready_limit, label="gpu-check")
+    numbers["服务命令"] = server.display_command
+    try:
+        with server as srv:
+            numbers["服务就绪用时（秒）"] = srv.ready_seconds
+            client = srv.client()
+            for adapter, text in rows:
+                r = client.chat.completions.create(model=adapter or srv.launch.served_model_name, temperature=0,
+                                                   max_tokens=48, messages=[{"role": "user", "content": text}])
+                served[adapter] = r.choices[0].message.content.strip()
+    except ServerError as e:
+        return StepResult("server", "failed", why=f"服务没有在 {args.ready_limit:.0f} 秒内就绪，或启动失败"
+                          f"（S6：课程的超时是 {timeout or '未知'} 秒；原文见下）", ran=ran, on=_where(prof),
+                          numbers=numbers, verbatim=str(e))
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
 
@@ -331,10 +346,11 @@ def step_server(args) -> StepResult:
         numbers[f"{name}：服务端"] = served[adapter]
         numbers[f"{name}：LLM.generate"] = offline[adapter]
     numbers["相同"] = agree
-    ready = numbers["服务就绪用时（秒）"]
+    ready, limit = numbers["服务就绪用时（秒）"], timeout or float("inf")
     l1 = ("L1：服务端与 LLM.generate 的答案相同" if all(agree.values()) else
           "L1 成立：服务端与 LLM.generate 的答案不同（服务端套用了 generation_config.json 的采样默认值？）")
-    s6 = f"S6：冷启动 {ready:.0f} 秒，{'在' if ready <= timeout else '超过'}课程的 {timeout:.0f} 秒超时{'之内' if ready <= timeout else ''}"
+    s6 = (f"S6：冷启动 {ready:.0f} 秒，" + (f"在课程的 {timeout:.0f} 秒超时之内" if ready <= limit else
+                                          f"超过课程的 {timeout:.0f} 秒超时：课程的服务在这里会启动失败"))
     cpu = "" if cuda_here() else "（CPU 上的结果，不是 CUDA 的）"
     return StepResult("server", "ok", ran=ran, on=_where(prof), numbers=numbers, verdict=f"{l1}；{s6}{cpu}")
 
