@@ -19,9 +19,14 @@ from .profiles import Profile
 NOT_RUN = "这一点还没有在 4090 上运行过（依据是读 vLLM 0.26.0 的源码），所以 {name} 配置上这里只报告、不断言"
 
 
-def expect(prof: Profile, ok: bool, claim: str, seen: str = "") -> bool:
+def expect(prof: Profile, ok: bool, claim: str, seen: str = "") -> None:
     """Assert ``claim`` where vLLM runs on the CPU; on a GPU profile print whether it held this time (``seen``:
-    the figures it rests on). Returns whether it held."""
+    the figures it rests on). Returns nothing: it is a cell's last line, and a returned value would show as
+    ``True`` under it."""
+    _held(prof, ok, claim, seen)
+
+
+def _held(prof: Profile, ok: bool, claim: str, seen: str = "") -> bool:
     ok = bool(ok)
     if prof.vllm_on_cpu:
         if not ok:
@@ -32,7 +37,7 @@ def expect(prof: Profile, ok: bool, claim: str, seen: str = "") -> bool:
     return ok
 
 
-def expect_rows(prof: Profile, same: Iterable[bool] | Mapping[str, Iterable[bool]], claim: str) -> bool:
+def expect_rows(prof: Profile, same: Iterable[bool] | Mapping[str, Iterable[bool]], claim: str) -> None:
     """:func:`expect` for a row-by-row comparison: ``same`` holds one bool per row (a pandas Series will do), or
     ``{run: bools}`` for several runs; the claim holds when every row is the same."""
     runs = {k: [bool(x) for x in v] for k, v in same.items()} if isinstance(same, Mapping) else {
@@ -40,10 +45,9 @@ def expect_rows(prof: Profile, same: Iterable[bool] | Mapping[str, Iterable[bool
     rows = [x for v in runs.values() for x in v]
     differ = [k for k, v in runs.items() if k and not all(v)]
     seen = f"{len(rows)} 行中 {sum(rows)} 行相同" + (f"；有不同行的运行：{', '.join(differ)}" if differ else "")
-    ok = expect(prof, all(rows), claim, seen)
+    ok = _held(prof, all(rows), claim, seen)
     if not ok and not prof.vllm_on_cpu:
         mode = ("打开了批次不变模式，但 0.26.0 只固定了 LoRA shrink 的 split_k，没有固定 block_k"
                 if prof.batch_invariant else "没有打开批次不变模式")
         print(f"{prof.name} 配置{mode}：不同的行多半是 {prof.engine.get('dtype')} 的舍入随批次组成变化，"
               f"不是 adapter 串了行（Lab 01 第 4 节）。")
-    return ok
