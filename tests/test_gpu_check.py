@@ -108,7 +108,7 @@ def test_a_step_over_its_time_limit_is_stopped_with_everything_it_started(tmp_pa
 def test_a_profile_that_cannot_run_is_a_skipped_step_saying_why(tmp_path):
     """As on a 4090 before the 7B is downloaded: the child's ProfileError, in the report (before vLLM loads)."""
     res = gpu_check.run_step("rows", _args(profile="no-such-profile"), cuda=False, workdir=tmp_path)
-    assert res.outcome == "skipped" and res.why.startswith("配置不能用：unknown profile 'no-such-profile'"), res
+    assert res.outcome == "skipped" and res.why.startswith("配置不能用：没有叫 'no-such-profile' 的配置"), res
 
 
 # -- the CPU part, for real --------------------------------------------------------------------------
