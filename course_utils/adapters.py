@@ -62,6 +62,9 @@ class AdapterRefused(CourseError):
         vllm_class, _, rest = message.partition(": ")
         return cls(vllm_class, rest)
 
+    def __reduce__(self):   # pickled with both arguments (the default would pass only the joined message)
+        return type(self), (self.vllm_class, self.message)
+
 
 @contextlib.contextmanager
 def adapter_refusal():

@@ -4,6 +4,7 @@ import ast
 import builtins
 import importlib
 import json
+import pickle
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -172,8 +173,8 @@ def test_adapter_refusal_names_vllms_class_and_message(raised):
             raise raised
     assert e.value.vllm_class == type(raised).__name__ and e.value.message == str(raised)
     assert e.value.__cause__ is raised and isinstance(e.value, CourseError)
-    again = adapters.AdapterRefused.replayed(str(e.value))
-    assert (again.vllm_class, again.message) == (e.value.vllm_class, e.value.message)
+    for again in (adapters.AdapterRefused.replayed(str(e.value)), pickle.loads(pickle.dumps(e.value))):
+        assert (again.vllm_class, again.message, str(again)) == (e.value.vllm_class, e.value.message, str(e.value))
 
 
 def test_adapter_refusal_lets_the_course_errors_through():
