@@ -5,7 +5,9 @@ The labs show the real vLLM code; these helpers do the plumbing. By concern:
 - ``paths``, ``profiles``: where things are; which base, adapters and engine settings (tiny / qwen7b / llama3b);
 - ``lab`` (``cu.start()``: open a lab), ``mode`` (live or read mode), ``banner``, ``quiet``, ``timing`` (``cu.timer``);
 - ``chat``: the chat format (every prompt the labs, the trainer and the quality gate build);
-- ``arch``, ``adapters``: model shapes, ranks and dtypes; checking an adapter before vLLM sees it;
+- ``errors``: ``cu.CourseError``, the base of every error the course raises (each class lives beside its code);
+- ``arch``, ``adapters``: model shapes, ranks and dtypes; checking an adapter before vLLM sees it; vLLM's refusal
+  of one as ``cu.AdapterRefused`` (``cu.adapter_refusal()``);
 - ``replay/``: recording live runs and replaying them in read mode (keys, session, vLLM stand-ins);
 - ``memory/``: the memory model, live measurement of an engine, the layout figures;
 - ``engine/``: scheduler traces, throughput benchmarks, FLOP arithmetic, vLLM's own source;
@@ -19,7 +21,8 @@ The labs show the real vLLM code; these helpers do the plumbing. By concern:
   ``cu.expect_rows``).
 """
 
-from .adapters import AdapterError, check_adapter, read_adapter
+from .adapters import AdapterError, AdapterRefused, adapter_refusal, check_adapter, read_adapter
+from .errors import CourseError
 from . import exercises, profiles
 from .banner import vllm_version
 from .lab import start
@@ -30,7 +33,7 @@ from .claims import expect, expect_rows
 from .profiles import Profile, ProfileError, get_profile
 from .replay.session import RecordingError, ReplayMiss
 
-__all__ = ["AdapterError", "as_recorded", "Profile", "ProfileError", "RecordingError", "ReplayMiss", "check_adapter",
+__all__ = ["AdapterError", "AdapterRefused", "CourseError", "adapter_refusal", "as_recorded", "Profile", "ProfileError", "RecordingError", "ReplayMiss", "check_adapter",
            "chat_prompt", "exercises", "expect", "expect_rows", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "replayable", "server", "start", "timer", "vllm_version"]
 
 

@@ -28,6 +28,7 @@ runs in read mode, and names the problem and the fix.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -36,12 +37,47 @@ import struct
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .errors import CourseError
 from .arch import (MAX_LORA_RANKS, PROJECTIONS, ConfigError, arch, load_config, projection_shapes,
                    smallest_rank_that_fits)
 
 
-class AdapterError(ValueError):
+class AdapterError(CourseError, ValueError):
     """An adapter cannot be served as it is; the message says why and what to do."""
+
+
+class AdapterRefused(CourseError):
+    """vLLM refused to load an adapter; ``vllm_class`` and ``message`` are what vLLM raised, verbatim.
+
+    vLLM has no one class for this: vLLM 0.26.0's multiprocess engine (the GPU profiles) raises a bare
+    ``Exception("Call to add_lora method failed: ...")``, the in-process engine (tiny on the CPU) the
+    ``ValueError`` or ``RuntimeError`` raised inside it. :func:`adapter_refusal` turns whichever it is into this."""
+
+    def __init__(self, vllm_class: str, message: str):
+        super().__init__(f"{vllm_class}: {message}")
+        self.vllm_class, self.message = vllm_class, message
+
+    @classmethod
+    def replayed(cls, message: str) -> AdapterRefused:
+        vllm_class, _, rest = message.partition(": ")
+        return cls(vllm_class, rest)
+
+    def __reduce__(self):   # pickled with both arguments (the default would pass only the joined message)
+        return type(self), (self.vllm_class, self.message)
+
+
+@contextlib.contextmanager
+def adapter_refusal():
+    """``with cu.adapter_refusal(): llm.llm_engine.add_lora(LoRARequest(...))``: vLLM's refusal, whatever class vLLM
+    gives it, comes out as :class:`AdapterRefused` (vLLM's exception is its ``__cause__``), so a lesson catches it
+    by name. The course's own errors (read mode's :class:`~course_utils.replay.session.ReplayMiss`) pass as they
+    are."""
+    try:
+        yield
+    except CourseError:
+        raise
+    except Exception as e:  # noqa: BLE001 - vLLM's refusal has no class of its own (see AdapterRefused)
+        raise AdapterRefused(type(e).__name__, str(e)) from e
 
 
 def _safetensors_header(path: Path) -> tuple[dict, int]:

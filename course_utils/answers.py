@@ -28,8 +28,10 @@ import shlex
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from .errors import CourseError
 
-class AnswerError(ValueError):
+
+class AnswerError(CourseError, ValueError):
     """An answer that cannot be read; the message (Chinese) says what to fix."""
 
 

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from .errors import CourseError
 from .paths import CONFIGS
 
 
-class ConfigError(ValueError):
+class ConfigError(CourseError, ValueError):
     """A model config or a dtype name cannot be read; the message says what is wrong and what to pass."""
 
 

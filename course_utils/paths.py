@@ -19,6 +19,8 @@ import json
 import os
 from pathlib import Path
 
+from .errors import CourseError
+
 PACKAGE = Path(__file__).resolve().parent
 
 
@@ -47,7 +49,7 @@ CONFIGS = DATA / "configs"
 RECORDINGS = DATA / "recordings"
 
 
-class CheckoutError(FileNotFoundError):
+class CheckoutError(CourseError, FileNotFoundError):
     """The course's data folder cannot be found; the message says how to point to it."""
 
 
@@ -86,7 +88,7 @@ def model_name(folder) -> str:
     return name.replace("___", ".")
 
 
-class PathsFileError(ValueError):
+class PathsFileError(CourseError, ValueError):
     """``paths.json`` exists but cannot be read; the message says how to rebuild it."""
 
 

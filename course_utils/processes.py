@@ -42,6 +42,8 @@ from typing import Any, NamedTuple, TypeVar
 
 import psutil
 
+from .errors import CourseError
+
 TAG = "COURSE_PROC_TAG"
 
 
@@ -229,7 +231,7 @@ def sockets(procs: Iterable[psutil.Process]) -> list[Socket]:
 T = TypeVar("T")
 
 
-class ProcessExited(RuntimeError):
+class ProcessExited(CourseError, RuntimeError):
     """The process :func:`wait_until` waited on ended first; ``returncode`` is its exit status."""
 
     def __init__(self, what: str, returncode: int | None):

@@ -15,12 +15,13 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .errors import CourseError
 from .tinyworld.tasks import TASKS
 
 from .paths import CONFIGS, DATA, REPO, TINY, model_name, models_dir, read_paths_file  # noqa: F401  (cu.profiles.REPO, TINY)
 
 
-class ProfileError(RuntimeError):
+class ProfileError(CourseError, RuntimeError):
     """A profile cannot be used here; the message says why and what to do."""
 
 

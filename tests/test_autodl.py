@@ -529,7 +529,7 @@ def test_adapter_complete_and_plan(tmp_path):
     plan = {t: s for t, _, s in gpu_adapters.plan(tmp_path, list(gpu_adapters.TASKS))}
     assert plan == {"sql": "done", "support": "train", "medical": "train", "json": "train"}
     assert gpu_adapters.parse_tasks("sql, json") == ["sql", "json"]
-    with pytest.raises(gpu_adapters.TrainError):
+    with pytest.raises(gpu_adapters.TrainingError):
         gpu_adapters.parse_tasks("sql,poetry")
 
 

@@ -112,12 +112,10 @@ def test_the_child_on_cuda_refuses_a_machine_without_one(tmp_path):
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    from course_utils.gpu.train_adapters import TrainError
-
     job = {**training.job(profiles.get_profile("tiny"), "stamp", EXAMPLES, **KNOBS), "device": "cuda",
            "dtype": "bfloat16", "out": str(tmp_path / "out")}
     (tmp_path / "job.json").write_text(json.dumps(job))
-    with pytest.raises(TrainError, match="看不到 CUDA GPU"):
+    with pytest.raises(training.TrainingError, match="看不到 CUDA GPU"):
         training._child(str(tmp_path / "job.json"))
 
 

@@ -37,12 +37,13 @@ import statistics
 import sys
 from dataclasses import dataclass
 
+from ..errors import CourseError
 from ..arch import MAX_LORA_RANKS, smallest_rank_that_fits
 from ..timing import fmt_seconds
 from ..tinyworld.tasks import TASKS, make_examples
 
 
-class BenchError(ValueError):
+class BenchError(CourseError, ValueError):
     """A benchmark or experiment setting that cannot run; the message says why and what to use."""
 
 

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from . import benchcli
+from ..errors import CourseError
 from ..arch import load_config, projection_shapes
 from ..replay.record import replayable
 from ..paths import RECORDINGS
@@ -52,7 +53,7 @@ WARMUP, MIN_REPS, MAX_REPS, MIN_TIME = 1, 3, 30, 0.25
 TARGET = {"dtype": "float32", "tokens": (32, 256), "limit": 2.0}
 
 
-class OpBenchError(ValueError):
+class OpBenchError(CourseError, ValueError):
     """A sweep setting that cannot run; the message says why and what to use."""
 
 

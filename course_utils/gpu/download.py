@@ -41,6 +41,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import CourseError
 from ..adapters import read_safetensors_header
 from ..paths import models_dir as default_models_dir, read_paths_file
 
@@ -392,7 +393,7 @@ def record(models_dir: Path, item: Item, path: Path, serve_key: str) -> Path:
 # --------------------------------------------------------------------------
 # Downloading (the only part that needs the network and the hub libraries)
 # --------------------------------------------------------------------------
-class DownloadError(RuntimeError):
+class DownloadError(CourseError, RuntimeError):
     pass
 
 

@@ -20,6 +20,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from ..errors import CourseError
+
 MIB = 1024**2
 GPU_QUERY = ("nvidia-smi", "--query-gpu=index,memory.total,memory.used,memory.free,memory.reserved",
              "--format=csv,noheader,nounits")
@@ -29,7 +31,7 @@ RTX_4090_SMI_MIB = 24564      # nvidia-smi's total of an RTX 4090; CUDA's is mem
 APPS_QUERY = ("nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader,nounits")
 
 
-class GpuBusy(RuntimeError):
+class GpuBusy(CourseError, RuntimeError):
     """Not enough free GPU memory for the engine about to start; the message names who holds it."""
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from . import download
 from .checks import TRAIN_MIB  # GPU memory the bf16 7B base + LoRA training needs
 from ..adapters import read_safetensors_header
+from ..errors import TrainingError
 from ..paths import models_dir as default_models_dir, read_paths_file
 from ..tinyworld.trainer import ADAPTERS, TrainConfig, deterministic_env
 
@@ -43,10 +44,6 @@ TASKS = tuple(ADAPTERS)
 # examples (each seen at most once).
 GPU_TRAIN = {"adapter_examples": 3000, "adapter_steps": 300, "adapter_lr": 2e-4, "batch_size": 8, "threads": 4,
              "task_steps_factor": {}}
-
-
-class TrainError(RuntimeError):
-    """Training cannot start or did not finish; the message says what to do."""
 
 
 def train_config(steps: int | None = None, batch_size: int | None = None, lr: float | None = None) -> TrainConfig:
@@ -90,7 +87,7 @@ def parse_tasks(text: str | None) -> list[str]:
     tasks = [t.strip() for t in text.split(",") if t.strip()]
     unknown = [t for t in tasks if t not in ADAPTERS]
     if unknown:
-        raise TrainError(f"没有这个任务：{', '.join(unknown)}；可选：{', '.join(TASKS)}")
+        raise TrainingError(f"没有这个任务：{', '.join(unknown)}；可选：{', '.join(TASKS)}")
     return tasks
 
 
@@ -109,7 +106,7 @@ def training_base(models_dir: Path, override: Path | None = None) -> Path:
 def check_base(base: Path, strict: bool = True) -> download.Check:
     chk = download.verify_model(base, download.ITEMS[PROFILE])
     if strict and not chk.complete:
-        raise TrainError(
+        raise TrainingError(
             f"bf16 基座 {base} 还没准备好（{chk.summary()}）。先下载它："
             f"python -m course_utils.gpu.download --profile qwen7b"
             + ("" if "quantization" not in " ".join(chk.problems) else
@@ -138,7 +135,7 @@ def clean_partials(root: Path) -> list[Path]:
 def install_adapter(tmp: Path, final: Path) -> Path:
     """Move a finished adapter from its temporary folder into place (replacing an incomplete one)."""
     if not adapter_complete(tmp):
-        raise TrainError(f"训练没有在 {tmp} 写出完整的 adapter")
+        raise TrainingError(f"训练没有在 {tmp} 写出完整的 adapter")
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
@@ -152,13 +149,13 @@ def check_gpu(device: str) -> None:
     import torch
 
     if not torch.cuda.is_available():
-        raise TrainError(
+        raise TrainingError(
             "PyTorch 看不到 CUDA GPU（torch.cuda.is_available() 为 False）。先看 `nvidia-smi`；如果驱动比 wheel "
             "要求的旧，见 autodl/README.md（驱动太旧）并运行 `bash autodl/setup.sh --cuda12`。")
     props = torch.cuda.get_device_properties(0)
     total_mib = props.total_memory // 2**20
     if total_mib < TRAIN_MIB:
-        raise TrainError(
+        raise TrainingError(
             f"{props.name} 只有 {total_mib} MiB 显存；在 bf16 7B 基座上训练 adapter 大约要 {TRAIN_MIB} MiB"
             f"（RTX 4090 / 3090 / A10 这一类 GPU）。请在这样的实例上训练，再把 {adapters_root(default_models_dir())} "
             f"复制到这里；或者用 --awq 部署，配上在别处训练好的 adapter。")
@@ -167,7 +164,7 @@ def check_gpu(device: str) -> None:
         from .free import kernel_pids, visible_holders   # a container's nvidia-smi names no process: what we see
 
         seen = "；".join(visible_holders(kernel_pids())) or "没看到别的 Jupyter 内核或课程启动的进程"
-        raise TrainError(
+        raise TrainingError(
             f"GPU 上只有 {free // 2**20} MiB 空闲：别的进程占着显存（某个笔记本的 vLLM 引擎？）。"
             f"课程能看到的：{seen}。先关掉它（JupyterLab 左侧栏“正在运行的终端和内核”里 Shut Down，"
             f"或在那个笔记本里 Kernel > Shut Down Kernel；也可以 kill <pid>），再重新运行。")
@@ -279,7 +276,7 @@ def main(argv=None) -> int:
         os.environ.update(deterministic_env(os.environ))  # deterministic cuBLAS, no warnings
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         train_all(models_dir, tasks, cfg, base, device=args.device, dtype=args.dtype, force=args.force)
-    except TrainError as e:
+    except TrainingError as e:
         print(f"错误：{e}", file=sys.stderr)
         print("      接着训练（训练好的 adapter 会保留）：python -m course_utils.gpu.train_adapters --profile qwen7b",
               file=sys.stderr)

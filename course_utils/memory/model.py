@@ -51,6 +51,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import CourseError
 from ..adapters import AdapterInfo, max_rank, module_rank, read_adapter, targets_module
 from ..arch import (ATTENTION, MAX_LORA_RANKS, PACKED, PROJECTIONS, Arch, Shape, arch, dtype_bytes, dtype_name,
                     load_config, module_path, projection_shapes, smallest_rank_that_fits)
@@ -105,7 +106,7 @@ LORA_WRAPPERS = {"qkv_proj": "MergedQKVParallelLinearWithLoRA", "o_proj": "RowPa
                  "gate_up_proj": "MergedColumnParallelLinearWithLoRA", "down_proj": "RowParallelLinearWithLoRA"}
 
 
-class MemoryModelError(ValueError):
+class MemoryModelError(CourseError, ValueError):
     """A memory plan cannot be made or does not fit; the message says what is wrong and the fix."""
 
 

@@ -20,6 +20,8 @@ import random
 import re
 from dataclasses import dataclass
 
+from ..errors import CourseError
+
 REQUEST = "Archive stamp for {iso}"
 FIRST_YEAR, LAST_YEAR = 1950, 2049
 MIN_EXAMPLES = 16        # fewer cannot fill the trainer's batches with some variety
@@ -28,7 +30,7 @@ HELD_OUT_SEED = 8
 _ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 
 
-class ExampleError(ValueError):
+class ExampleError(CourseError, ValueError):
     """The student's examples cannot be trained on; the message names each bad one and why."""
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .. import processes
 from ..arch import quantization
+from ..errors import TrainingError
 from ..paths import REPO
 from ..profiles import Profile
 from ..replay import keys
@@ -40,10 +41,6 @@ PROGRESS, RESULT = "PROGRESS ", "RESULT "
 # Learning rate and batch: the tiny world's adapters on CPU; on a GPU those of the course's Qwen adapters
 # (course_utils/gpu/train_adapters.py, GPU_TRAIN).
 CPU_TRAIN = {"adapter_lr": 5e-3, "batch_size": 16, "threads": 2}
-
-
-class TrainingError(RuntimeError):
-    """The child could not train; the message says why and where its log is."""
 
 
 def device_of(prof: Profile) -> tuple[str, str]:

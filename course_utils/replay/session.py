@@ -32,15 +32,19 @@ in the cassette: the call's result is what read mode shows.
 from __future__ import annotations
 
 import atexit
+import builtins
 import contextlib
 import datetime as _dt
 import hashlib
+import importlib
 import json
 import os
 import platform
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from ..errors import CourseError, course_error_classes
 from ..paths import RECORDINGS, REPO, require_checkout
 from .keys import Key
 from .portable import localize, portable, portable_body
@@ -48,7 +52,7 @@ from .portable import localize, portable, portable_body
 FORMAT = 2
 
 
-class RecordingError(RuntimeError):
+class RecordingError(CourseError, RuntimeError):
     """A recording is missing, unreadable or stale; the message names it and the command that makes it."""
 
 
@@ -57,18 +61,70 @@ class ReplayMiss(RecordingError):
 
 
 class ReplayedError(Exception):
-    """Base of the exceptions replayed from a recording (same class name and message as live)."""
+    """Base of the exceptions replayed from a recording that are not the course's own (vLLM's, a builtin's):
+    same class name and message as live."""
+
+    def __str__(self) -> str:   # the recorded message as it was (KeyError's own str would quote it again)
+        return str(self.args[0]) if self.args else ""
 
 
-_replayed_types: dict[str, type] = {}
+_replayed_types: dict[tuple[str, bool], type] = {}
 
 
-def replayed_exception(type_name: str, message: str) -> Exception:
-    cls = _replayed_types.get(type_name)
+def error_entry(exc: BaseException) -> dict:
+    """How a recording keeps an exception: its class name, its class (``module:qualname``) and its message."""
+    cls = type(exc)
+    return {"type": cls.__name__, "class": f"{cls.__module__}:{cls.__qualname__}", "message": portable(str(exc))}
+
+
+def course_class(type_name: str, qualified: str | None = None) -> type[CourseError] | None:
+    """The course error class a recording names, or None when it is not one of the course's.
+
+    By its ``module:qualname`` (imported if need be, only from the course's package); a recording made before
+    the class was stored (only the name) or a class that has moved is found by name among the course's error
+    classes loaded so far (the lesson's own call has loaded the module that raises it)."""
+    if qualified:
+        module, _, qualname = qualified.partition(":")
+        top = CourseError.__module__.partition(".")[0]
+        if module in sys.modules or module.partition(".")[0] == top:
+            try:
+                found: Any = importlib.import_module(module)
+                for part in qualname.split("."):
+                    found = getattr(found, part)
+            except (ImportError, AttributeError):
+                found = None
+            if isinstance(found, type) and issubclass(found, CourseError):
+                return found
+        if module.partition(".")[0] != top:
+            return None     # vLLM's or a builtin's, even if a course class has the same name
+    return course_error_classes().get(type_name)
+
+
+def replayed_exception(type_name: str, message: str, qualified: str | None = None) -> Exception:
+    """What read mode raises for a recorded exception.
+
+    - The course's own error (``ServerError``, ``AdapterError``, ...): an instance of its real class, so lesson
+      code catches it by name in both modes.
+    - A builtin's (``ValueError``, ``KeyError``, ...): a class of that name deriving from :class:`ReplayedError`
+      and from the builtin, so ``except ValueError`` catches it as live.
+    - Anything else (vLLM's own exceptions: read mode has no vLLM): a class of that name deriving from
+      :class:`ReplayedError`.
+    """
+    course = course_class(type_name, qualified)
+    if course is not None:
+        return course.replayed(message)
+    builtin = getattr(builtins, type_name, None)
+    if not (isinstance(builtin, type) and issubclass(builtin, Exception)) or (
+            qualified and not qualified.startswith("builtins:")):
+        builtin = None
+    cls = _replayed_types.get((type_name, builtin is not None))
     if cls is None:
-        cls = type(type_name, (ReplayedError,), {"__module__": "replayed"})
-        _replayed_types[type_name] = cls
-    return cls(message)
+        cls = type(type_name, (ReplayedError, builtin) if builtin else (ReplayedError,), {"__module__": "replayed"})
+        _replayed_types[(type_name, builtin is not None)] = cls
+    try:
+        return cls(message)
+    except TypeError:   # a builtin whose __init__ wants more than a message (UnicodeDecodeError)
+        return replayed_exception(type_name, message, "replayed:" + type_name)
 
 
 def recording_path(profile: str, lab: str) -> Path:
@@ -229,8 +285,8 @@ class Session:
         ``encode`` turns the live result into JSON-able data, ``decode`` turns
         that data back into what the caller expects; ``note`` adds fields to the
         recorded entry that are not part of the key (e.g. the user text of each
-        prompt). Exceptions are recorded and replayed with the same class name
-        and message.
+        prompt). Exceptions are recorded with their class and message; read mode
+        raises the course's own errors as their real class (:func:`replayed_exception`).
         """
         digest = key.digest
         nth = self._seen.get(digest, 0)
@@ -238,7 +294,8 @@ class Session:
         if self.mode == "replay":
             entry = self._replay_entry(key, digest, nth)
             if "error" in entry:
-                raise replayed_exception(entry["error"]["type"], localize(entry["error"]["message"]))
+                error = entry["error"]
+                raise replayed_exception(error["type"], localize(error["message"]), error.get("class"))
             return decode(localize(entry["result"]))
         base = {"key": digest, "kind": key.kind, "cell": self.cell, "args": portable(key.args)}
         try:
@@ -246,7 +303,7 @@ class Session:
                 result = fn()
         except Exception as exc:
             if self.recording:
-                self._append({**base, "error": {"type": type(exc).__name__, "message": portable(str(exc))}})
+                self._append({**base, "error": error_entry(exc)})
             raise
         if self.recording:
             self._append({**base, **(portable(note()) if note else {}), "result": portable(encode(result))})

@@ -6,10 +6,11 @@ import re
 import signal
 from pathlib import Path
 
+from ..errors import CourseError
 from ..loopback import LOOPBACK_HOSTS, proxies
 
 
-class ServerError(RuntimeError):
+class ServerError(CourseError, RuntimeError):
     """The server did not come up; the message gives the likely cause and the end of its log."""
 
     def __init__(self, message: str, cause: str = "", log_tail: str = ""):

@@ -129,6 +129,7 @@ def stage_lab(src: Path, dest: Path, repo_url: str | None = None) -> None:
 README_ON_SITE = {
     "见 `autodl/README.md`，一条": "见 {doc}`autodl`，一条",
     "网页由 `make site` 生成在 `build/site/`": "你正在看的就是它。网页由 `make site` 生成在 `build/site/`",
+    "见 [ARCHITECTURE.md](ARCHITECTURE.md)（一屏）": "见仓库根目录的 `ARCHITECTURE.md`（一屏）",   # not a page of the site
 }
 
 
