@@ -102,7 +102,7 @@ def notebook_code(path: Path) -> str:
 
 
 def local_names() -> set[str]:
-    return {"course_utils", "tests", "conftest"} | {p.stem for p in (REPO / "tests").rglob("*.py")} | \
+    return {"course_utils", "autodl", "tests", "conftest"} | {p.stem for p in (REPO / "tests").rglob("*.py")} | \
         {p.stem for p in (REPO / "labs").glob("*.py")}
 
 
