@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import inspect
 import json
 import os
 import subprocess
@@ -285,14 +284,11 @@ def _generation_defaults(prof) -> dict:
     return {k: cfg[k] for k in keys if k in cfg} or "无（没有采样字段）"
 
 
-def course_ready_timeout(prof) -> float | None:
-    """How long the course's servers wait for a start on ``prof`` (per profile where the course says so)."""
-    from course_utils.server import process
+def course_ready_timeout(prof) -> float:
+    """How long the course's servers wait for a start on ``prof`` (course_utils.server.process, per profile)."""
+    from course_utils.server.process import default_ready_timeout
 
-    if hasattr(process, "default_ready_timeout"):
-        return float(process.default_ready_timeout(prof))
-    default = inspect.signature(process.Server.__init__).parameters["ready_timeout"].default
-    return float(default) if isinstance(default, (int, float)) else None
+    return float(default_ready_timeout(prof))
 
 
 def step_server(args) -> StepResult:
@@ -309,7 +305,7 @@ def step_server(args) -> StepResult:
 
     timeout = course_ready_timeout(prof)
     cache = Path.home() / ".cache" / "vllm"
-    numbers: dict = {"课程的就绪超时（秒）": timeout or "未知", "这次最多等（秒）": args.ready_limit,
+    numbers: dict = {"课程的就绪超时（秒）": timeout, "这次最多等（秒）": args.ready_limit,
                      "generation_config.json 的采样默认值": _generation_defaults(prof),
                      "启动前 ~/.cache/vllm 已有内容（有则不算完全冷启动）": cache.is_dir() and any(cache.iterdir())}
     rows = [("sql", "Write a SQL query: List all airports in Malawi."), (None, "Tell me something about chess.")]
@@ -326,7 +322,7 @@ def step_server(args) -> StepResult:
                 served[adapter] = r.choices[0].message.content.strip()
     except ServerError as e:
         return StepResult("server", "failed", why=f"服务没有在 {args.ready_limit:.0f} 秒内就绪，或启动失败"
-                          f"（S6：课程的超时是 {timeout or '未知'} 秒；原文见下）", ran=ran, on=_where(prof),
+                          f"（S6：课程的超时是 {timeout} 秒；原文见下）", ran=ran, on=_where(prof),
                           numbers=numbers, verbatim=str(e))
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest
@@ -346,7 +342,7 @@ def step_server(args) -> StepResult:
         numbers[f"{name}：服务端"] = served[adapter]
         numbers[f"{name}：LLM.generate"] = offline[adapter]
     numbers["相同"] = agree
-    ready, limit = numbers["服务就绪用时（秒）"], timeout or float("inf")
+    ready, limit = numbers["服务就绪用时（秒）"], timeout
     l1 = ("L1：服务端与 LLM.generate 的答案相同" if all(agree.values()) else
           "L1 成立：服务端与 LLM.generate 的答案不同（服务端套用了 generation_config.json 的采样默认值？）")
     s6 = (f"S6：冷启动 {ready:.0f} 秒，" + (f"在课程的 {timeout:.0f} 秒超时之内" if ready <= limit else
