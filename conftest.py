@@ -10,7 +10,7 @@
   (``--nbval-current-env``) and a per-cell timeout are set here unless given on
   the command line, from whatever folder pytest is started in.
 - nbval's kernels talk to pytest over Unix sockets (ZMQ's ipc transport), as
-  course_utils/labrun.py's do: with TCP, a port picked for one kernel can be
+  course_tools/labrun.py's do: with TCP, a port picked for one kernel can be
   taken before it binds when several notebooks start at once (`make test` runs
   test-live two at a time beside test-replay).
 """

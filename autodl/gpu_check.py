@@ -171,7 +171,7 @@ def awq_base() -> Path:
     q = read_paths_file().get("qwen7b", {})
     if q.get("quantization") == "awq" and q.get("base"):
         return Path(q["base"])
-    from course_utils.gpu.download import ITEMS, target_dir
+    from course_tools.gpu.download import ITEMS, target_dir
 
     return target_dir(ITEMS["qwen7b-awq"], models_dir())
 

@@ -1,10 +1,10 @@
 """Run a course_utils module with a bare Python, without the package's ``__init__``.
 
-    python3 autodl/run_module.py course_utils.gpu.checks gpu --profile qwen7b --smi "..."
+    python3 autodl/run_module.py course_tools.gpu.checks gpu --profile qwen7b --smi "..."
 
-``setup.sh`` runs its checks and plans (``course_utils.gpu.checks``, ``download --dry-run``,
+``setup.sh`` runs its checks and plans (``course_tools.gpu.checks``, ``download --dry-run``,
 ``train_adapters --dry-run``: standard library only) with the instance's own python3, before step 3
-installs the course's dependencies. ``python3 -m course_utils.gpu.checks`` would first run
+installs the course's dependencies. ``python3 -m course_tools.gpu.checks`` would first run
 ``course_utils/__init__.py``, which imports the whole package (psutil and the rest). Here
 ``course_utils`` is registered as a package whose ``__init__`` is not run, so only the named module and
 what it imports load. A module that is missing all the same is named, with exit status MISSING_MODULE,
@@ -20,11 +20,11 @@ import types
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGE = "course_utils"
+PACKAGES = ("course_utils", "course_tools")
 MISSING_MODULE = 3
 
 
-def bare_package(name: str = PACKAGE) -> types.ModuleType:
+def bare_package(name: str) -> types.ModuleType:
     """Register ``name`` (the repository's folder) as a package without running its ``__init__``."""
     spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
     spec.submodule_search_locations = [str(REPO / name)]
@@ -35,12 +35,13 @@ def bare_package(name: str = PACKAGE) -> types.ModuleType:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or not argv[0].startswith(PACKAGE + "."):
-        print(f"用法：{sys.argv[0]} {PACKAGE}.<模块> [参数]", file=sys.stderr)
+    if not argv or not argv[0].startswith(tuple(p + "." for p in PACKAGES)):
+        print(f"用法：{sys.argv[0]} course_tools.<模块> [参数]（或 course_utils.<模块>）", file=sys.stderr)
         return 2
     module, args = argv[0], argv[1:]
     sys.path.insert(0, str(REPO))
-    bare_package()
+    for name in PACKAGES:
+        bare_package(name)
     sys.argv = [module, *args]
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)

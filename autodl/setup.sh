@@ -19,11 +19,11 @@
 #   2. free disk on / and on the data disk /root/autodl-tmp
 #   3. Python environment: venv + pip install -e '.[gpu]' (vllm==0.26.0, peft, modelscope, transformers)
 #   4. Jupyter kernel "multi-lora-course"
-#   5. download the base model (python -m course_utils.gpu.download), verified, paths in paths.json
-#   6. train the four adapters (python -m course_utils.gpu.train_adapters)
+#   5. download the base model (python -m course_tools.gpu.download), verified, paths in paths.json
+#   6. train the four adapters (python -m course_tools.gpu.train_adapters)
 #   7. check the profile and print how to start
 #
-# Which CUDA, which driver (sources in course_utils/gpu/checks.py): vllm 0.26.0 pins torch==2.11.0;
+# Which CUDA, which driver (sources in course_tools/gpu/checks.py): vllm 0.26.0 pins torch==2.11.0;
 # the default PyPI wheels of both are built for CUDA 13.0 (pytorch PR #177975, colabtools issue
 # #5925; vLLM's VLLM_MAIN_CUDA_VERSION=13.0, open-instruct PR #1874), and CUDA 13.x needs an NVIDIA
 # driver >= 580 (NVIDIA's CUDA minor-version-compatibility table; CUDA 12.x needs >= 525.60.13).
@@ -323,7 +323,7 @@ if [ "$AWQ" = 1 ]; then gpu_args+=(--awq); fi
 if [ "$NO_GPU" = 1 ]; then
   say "--no-gpu：跳过 GPU 检查（这次不训练 adapter）。"
 elif ! command -v nvidia-smi > /dev/null 2>&1; then
-  sys_py course_utils.gpu.checks gpu "${gpu_args[@]}" || sys_py_failed $?
+  sys_py course_tools.gpu.checks gpu "${gpu_args[@]}" || sys_py_failed $?
   fail "这里没有 NVIDIA GPU（找不到 nvidia-smi）。"
 else
   SMI_OUT="$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>&1)" \
@@ -333,7 +333,7 @@ else
     SMI_RC=0
     SMI_OUT="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1)" || SMI_RC=$?
   fi
-  GPU_REPORT="$(sys_py course_utils.gpu.checks gpu "${gpu_args[@]}" --smi "$SMI_OUT" --smi-rc "$SMI_RC")" \
+  GPU_REPORT="$(sys_py course_tools.gpu.checks gpu "${gpu_args[@]}" --smi "$SMI_OUT" --smi-rc "$SMI_RC")" \
     || sys_py_failed $? "这块 GPU / 这个驱动按现在的配置跑不了课程（详见上文）。"
   say "$GPU_REPORT"
 fi
@@ -345,7 +345,7 @@ TRAIN_NOTE=""
 if [ "$PROFILE" != qwen7b ]; then
   TRAIN_NOTE="配置 $PROFILE 没有要训练的 adapter（它的 adapter 在第 5 步下载）。"
 elif [ "$SKIP_TRAIN" = 1 ]; then
-  TRAIN_NOTE="--skip-train：不训练。以后再训练：$VPY -m course_utils.gpu.train_adapters --profile qwen7b"
+  TRAIN_NOTE="--skip-train：不训练。以后再训练：$VPY -m course_tools.gpu.train_adapters --profile qwen7b"
 elif [ "$NO_GPU" = 1 ]; then
   TRAIN_NOTE="--no-gpu：现在不训练。以有卡模式开机后再运行：bash autodl/setup.sh$AWQ_FLAG"
 elif ! grep -q "^在这里训练 adapter：是" <<< "$GPU_REPORT"; then   # checks.TRAIN_HERE
@@ -367,7 +367,7 @@ if [ "$AWQ" = 1 ]; then disk_args+=(--awq); fi
 if [ "$WITH_BF16" = 1 ]; then disk_args+=(--with-bf16); fi
 if [ "$VENV_READY" = 1 ]; then disk_args+=(--venv-ready); fi
 if [ "$WILL_TRAIN" = 1 ]; then disk_args+=(--train); fi
-sys_py course_utils.gpu.checks disk "${disk_args[@]}" || sys_py_failed $? "磁盘空间不够（详见上文）。"
+sys_py course_tools.gpu.checks disk "${disk_args[@]}" || sys_py_failed $? "磁盘空间不够（详见上文）。"
 
 # ---------------------------------------------------------------------------
 step 3 "Python 环境（vllm==$VLLM_VERSION，$VARIANT wheel）"
@@ -450,7 +450,7 @@ dl_args=(--profile "$PROFILE" --source "$SOURCE")
 if [ "$AWQ" = 1 ]; then dl_args+=(--awq); fi
 if [ "$WITH_BF16" = 1 ]; then dl_args+=(--with-bf16); fi
 # One download command per source: ModelScope (domestic) without the academic proxy, Hugging Face with it.
-DL_SOURCES="$(sys_py course_utils.gpu.download "${dl_args[@]}" --print-sources)" \
+DL_SOURCES="$(sys_py course_tools.gpu.download "${dl_args[@]}" --print-sources)" \
   || sys_py_failed $? "下载计划出错（详见上文）。"
 download_from() {
   local src="$1"
@@ -463,10 +463,10 @@ download_from() {
 }
 if [ "$DRY_RUN" = 1 ]; then
   # The planner reads the folders only; it needs no venv and no network.
-  sys_py course_utils.gpu.download "${dl_args[@]}" --dry-run || sys_py_failed $? "下载计划出错（详见上文）。"
-  for src in $DL_SOURCES; do download_from "$src" "$VPY" -m course_utils.gpu.download "${dl_args[@]}"; done
-elif "$VPY" -m course_utils.gpu.download "${dl_args[@]}" --verify-only > /dev/null 2>&1; then
-  "$VPY" -m course_utils.gpu.download "${dl_args[@]}" --verify-only
+  sys_py course_tools.gpu.download "${dl_args[@]}" --dry-run || sys_py_failed $? "下载计划出错（详见上文）。"
+  for src in $DL_SOURCES; do download_from "$src" "$VPY" -m course_tools.gpu.download "${dl_args[@]}"; done
+elif "$VPY" -m course_tools.gpu.download "${dl_args[@]}" --verify-only > /dev/null 2>&1; then
+  "$VPY" -m course_tools.gpu.download "${dl_args[@]}" --verify-only
   say "[ok] 全部已下载并校验：跳过。"
 else
   for src in $DL_SOURCES; do
@@ -475,7 +475,7 @@ else
     else
       HINT="试试 --source hf（Hugging Face 镜像）。"
     fi
-    download_from "$src" "$VPY" -m course_utils.gpu.download "${dl_args[@]}" \
+    download_from "$src" "$VPY" -m course_tools.gpu.download "${dl_args[@]}" \
       || fail "从 $src 下载没有完成（详见上文）。已完整的文件会保留，重新运行会接着下载。" \
         "如果一直失败：$HINT"
   done
@@ -490,11 +490,11 @@ else
   train_args=(--profile qwen7b)
   if [ -n "$STEPS" ]; then train_args+=(--steps "$STEPS"); fi
   if [ "$DRY_RUN" = 1 ]; then
-    sys_py course_utils.gpu.train_adapters "${train_args[@]}" --dry-run \
+    sys_py course_tools.gpu.train_adapters "${train_args[@]}" --dry-run \
       || sys_py_failed $? "训练计划出错（详见上文）。"
-    run "$VPY" -m course_utils.gpu.train_adapters "${train_args[@]}"
+    run "$VPY" -m course_tools.gpu.train_adapters "${train_args[@]}"
   else
-    run "$VPY" -m course_utils.gpu.train_adapters "${train_args[@]}" \
+    run "$VPY" -m course_tools.gpu.train_adapters "${train_args[@]}" \
       || fail "训练中断了（详见上文）。训练好的 adapter 会保留，重新运行只训练缺的那些。"
     mark train-qwen7b.done "${train_args[*]}"
   fi

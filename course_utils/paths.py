@@ -110,9 +110,9 @@ def read_paths_file(folder: Path | None = None) -> dict:
     except ValueError as e:
         raise PathsFileError(
             f"{f} is not valid JSON ({e}). Delete it and rebuild it with "
-            f"`python -m course_utils.gpu.download --profile qwen7b --verify-only` "
+            f"`python -m course_tools.gpu.download --profile qwen7b --verify-only` "
             f"(it records the complete models it finds).") from None
     if not isinstance(data, dict):
         raise PathsFileError(f"{f} should hold a JSON object, not {type(data).__name__}; delete it and rebuild it "
-                             f"with `python -m course_utils.gpu.download --profile qwen7b --verify-only`.")
+                             f"with `python -m course_tools.gpu.download --profile qwen7b --verify-only`.")
     return data

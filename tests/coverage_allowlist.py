@@ -29,9 +29,9 @@ ALLOWED: dict[str, str] = {
         "CPU branch no measured process took (2 lines; first: 'except (ValueError, KeyError, TypeError, AttributeError) as e:'): an edge or error path a unit test could take",
     'course_utils/adapters.py::targets_module':
         "CPU branch no measured process took (1 lines; first: 'return False'): an edge or error path a unit test could take",
-    'course_utils/budget.py::<module>':
-        "separate command: python -m course_utils.budget prints the README's budget tables",
-    'course_utils/budget.py::lab_work':
+    'course_tools/budget.py::<module>':
+        "separate command: python -m course_tools.budget prints the README's budget tables",
+    'course_tools/budget.py::lab_work':
         "CPU branch no measured process took (1 lines; first: 'return work'): an edge or error path a unit test could take",
     'course_utils/chat.py::template_of':
         'CPU branch no measured process took (1 lines; first: \'raise FileNotFoundError(f"no chat template in {folder} (chat_template.jinja or tokenizer_c\'): an edge or error path a unit test could take',
@@ -47,19 +47,19 @@ ALLOWED: dict[str, str] = {
         'separate target: make bench (tokens/s, base vs mixed adapters); not in make test',
     'course_utils/engine/loadbench.py::<module>':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
-    'course_utils/engine/loadbench.py::adapters_for':
+    'course_tools/bench/loadbench.py::adapters_for':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
-    'course_utils/engine/loadbench.py::main.measure':
+    'course_tools/bench/loadbench.py::main.measure':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
-    'course_utils/engine/loadbench.py::run':
+    'course_tools/bench/loadbench.py::run':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
-    'course_utils/engine/loadbench.py::time_add_lora':
+    'course_tools/bench/loadbench.py::time_add_lora':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
-    'course_utils/engine/loadbench.py::time_load_endpoint':
+    'course_tools/bench/loadbench.py::time_load_endpoint':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
     'course_utils/engine/opbench.py::<module>':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
-    'course_utils/engine/opbench.py::_ints':
+    'course_tools/bench/opbench.py::_ints':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::_span':
         'CPU branch no measured process took (1 lines; first: \'return "n/a"\'): an edge or error path a unit test could take',
@@ -67,9 +67,9 @@ ALLOWED: dict[str, str] = {
         'CPU branch no measured process took (1 lines; first: \'raise OpBenchError(f"no recorded {what} at {Path(path).name}; make it with `make {make_tar\'): an edge or error path a unit test could take',
     'course_utils/engine/opbench.py::plot':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
-    'course_utils/engine/opbench.py::provenance':
+    'course_tools/bench/opbench.py::provenance':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
-    'course_utils/engine/opbench.py::save':
+    'course_tools/bench/opbench.py::save':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::sweep':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
@@ -107,71 +107,71 @@ ALLOWED: dict[str, str] = {
         "CPU branch no measured process took (4 lines; first: 'except Exception: # noqa: BLE001'): an edge or error path a unit test could take",
     'course_utils/engine/widebench.py::<module>':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
-    'course_utils/engine/widebench.py::build_wide':
+    'course_tools/bench/widebench.py::build_wide':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
-    'course_utils/engine/widebench.py::main.measure':
+    'course_tools/bench/widebench.py::main.measure':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
-    'course_utils/engine/widebench.py::run':
+    'course_tools/bench/widebench.py::run':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
-    'course_utils/engine/widebench.py::run.setting':
+    'course_tools/bench/widebench.py::run.setting':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',
-    'course_utils/gpu/checks.py::gpu_verdict':
+    'course_tools/gpu/checks.py::gpu_verdict':
         "CPU branch no measured process took (2 lines; first: 'except ValueError as e:'): an edge or error path a unit test could take",
-    'course_utils/gpu/checks.py::main':
+    'course_tools/gpu/checks.py::main':
         "CPU branch no measured process took (2 lines; first: 'except ValueError as e:'): an edge or error path a unit test could take",
-    'course_utils/gpu/checks.py::parse_df':
+    'course_tools/gpu/checks.py::parse_df':
         'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"unexpected df line: {rows[-1]!r}")\'): an edge or error path a unit test could take',
-    'course_utils/gpu/checks.py::parse_smi_csv':
+    'course_tools/gpu/checks.py::parse_smi_csv':
         'CPU branch no measured process took (2 lines; first: \'raise ValueError(f"unexpected memory.total {mem!r} in {line!r}")\'): an edge or error path a unit test could take',
-    'course_utils/gpu/download.py::_adapter_files':
+    'course_tools/gpu/download.py::_adapter_files':
         'AutoDL: downloads from ModelScope/Hugging Face mirrors, unreachable here; the plan, checks and file checks are unit-tested in test_autodl.py',
-    'course_utils/gpu/download.py::_model_files':
+    'course_tools/gpu/download.py::_model_files':
         'AutoDL: downloads from ModelScope/Hugging Face mirrors, unreachable here; the plan, checks and file checks are unit-tested in test_autodl.py',
-    'course_utils/gpu/download.py::download_hf':
+    'course_tools/gpu/download.py::download_hf':
         'AutoDL: downloads from ModelScope/Hugging Face mirrors, unreachable here; the plan, checks and file checks are unit-tested in test_autodl.py',
-    'course_utils/gpu/download.py::download_modelscope':
+    'course_tools/gpu/download.py::download_modelscope':
         'AutoDL: downloads from ModelScope/Hugging Face mirrors, unreachable here; the plan, checks and file checks are unit-tested in test_autodl.py',
-    'course_utils/gpu/download.py::fetch':
+    'course_tools/gpu/download.py::fetch':
         'AutoDL: downloads from ModelScope/Hugging Face mirrors, unreachable here; the plan, checks and file checks are unit-tested in test_autodl.py',
-    'course_utils/gpu/download.py::main':
+    'course_tools/gpu/download.py::main':
         'AutoDL: downloads from ModelScope/Hugging Face mirrors, unreachable here; the plan, checks and file checks are unit-tested in test_autodl.py',
-    'course_utils/gpu/download.py::plan_items':
+    'course_tools/gpu/download.py::plan_items':
         'AutoDL: downloads from ModelScope/Hugging Face mirrors, unreachable here; the plan, checks and file checks are unit-tested in test_autodl.py',
-    'course_utils/gpu/download.py::rerun_command':
+    'course_tools/gpu/download.py::rerun_command':
         'AutoDL: downloads from ModelScope/Hugging Face mirrors, unreachable here; the plan, checks and file checks are unit-tested in test_autodl.py',
-    'course_utils/gpu/download.py::search_roots':
+    'course_tools/gpu/download.py::search_roots':
         'AutoDL: downloads from ModelScope/Hugging Face mirrors, unreachable here; the plan, checks and file checks are unit-tested in test_autodl.py',
-    'course_utils/gpu/train_adapters.py::adapter_dirs':
+    'course_tools/gpu/train_adapters.py::adapter_dirs':
         'GPU: trains the 7B adapters with CUDA on AutoDL (autodl/setup.sh); the plan and manifest parts are unit-tested',
-    'course_utils/gpu/train_adapters.py::check_gpu':
+    'course_tools/gpu/train_adapters.py::check_gpu':
         'GPU: trains the 7B adapters with CUDA on AutoDL (autodl/setup.sh); the plan and manifest parts are unit-tested',
-    'course_utils/gpu/train_adapters.py::clean_partials':
+    'course_tools/gpu/train_adapters.py::clean_partials':
         'GPU: trains the 7B adapters with CUDA on AutoDL (autodl/setup.sh); the plan and manifest parts are unit-tested',
-    'course_utils/gpu/train_adapters.py::install_adapter':
+    'course_tools/gpu/train_adapters.py::install_adapter':
         'GPU: trains the 7B adapters with CUDA on AutoDL (autodl/setup.sh); the plan and manifest parts are unit-tested',
-    'course_utils/gpu/train_adapters.py::main':
+    'course_tools/gpu/train_adapters.py::main':
         'GPU: trains the 7B adapters with CUDA on AutoDL (autodl/setup.sh); the plan and manifest parts are unit-tested',
-    'course_utils/gpu/train_adapters.py::train_all':
+    'course_tools/gpu/train_adapters.py::train_all':
         'GPU: trains the 7B adapters with CUDA on AutoDL (autodl/setup.sh); the plan and manifest parts are unit-tested',
-    'course_utils/gpu/train_adapters.py::train_config':
+    'course_tools/gpu/train_adapters.py::train_config':
         'GPU: trains the 7B adapters with CUDA on AutoDL (autodl/setup.sh); the plan and manifest parts are unit-tested',
-    'course_utils/gpu/train_adapters.py::training_base':
+    'course_tools/gpu/train_adapters.py::training_base':
         'GPU: trains the 7B adapters with CUDA on AutoDL (autodl/setup.sh); the plan and manifest parts are unit-tested',
-    'course_utils/gpu/train_adapters.py::write_manifest':
+    'course_tools/gpu/train_adapters.py::write_manifest':
         'GPU: trains the 7B adapters with CUDA on AutoDL (autodl/setup.sh); the plan and manifest parts are unit-tested',
-    'course_utils/grading.py::<module>':
+    'course_tools/grading.py::<module>':
         'separate target: make nbgrader-course and the grading CLI; test-nbgrader calls the functions directly',
-    'course_utils/grading.py::_load_solutions':
+    'course_tools/grading.py::_load_solutions':
         'separate target: make nbgrader-course and the grading CLI; test-nbgrader calls the functions directly',
-    'course_utils/grading.py::course':
+    'course_tools/grading.py::course':
         'separate target: make nbgrader-course and the grading CLI; test-nbgrader calls the functions directly',
-    'course_utils/grading.py::exercises':
+    'course_tools/grading.py::exercises':
         'CPU branch no measured process took (2 lines; first: \'raise ValueError(f"cell {i} is tagged exercise-check but does not call cu.exercises.check(\'): an edge or error path a unit test could take',
-    'course_utils/grading.py::main':
+    'course_tools/grading.py::main':
         'separate target: make nbgrader-course and the grading CLI; test-nbgrader calls the functions directly',
-    'course_utils/grading.py::source_version':
+    'course_tools/grading.py::source_version':
         'CPU branch no measured process took (1 lines; first: \'raise KeyError(f"no reference answer for exercise {ex[\\\'name\\\']!r}")\'): an edge or error path a unit test could take',
-    'course_utils/grading.py::tag':
+    'course_tools/grading.py::tag':
         'CPU branch no measured process took (1 lines; first: \'meta["nbgrader"], changed = want, True\'): an edge or error path a unit test could take',
     'course_utils/replay/record.py::_key_value':
         "CPU branch no measured process took (1 lines; first: 'return [_key_value(v) for v in value]'): an edge or error path a unit test could take",
@@ -181,11 +181,11 @@ ALLOWED: dict[str, str] = {
         'CPU branch no measured process took (1 lines; first: \'raise ProfileError("the real vLLM is already imported in this kernel; restart the kernel t\'): an edge or error path a unit test could take',
     'course_utils/timing.py::timer.__exit__':
         "CPU branch no measured process took (1 lines; first: 'return False'): an edge or error path a unit test could take",
-    'course_utils/labtime.py::<module>':
+    'course_tools/labtime.py::<module>':
         'separate target: make bench-labs (wall time of every lab); not in make test',
-    'course_utils/labtime.py::main':
+    'course_tools/labtime.py::main':
         'separate target: make bench-labs (wall time of every lab); not in make test',
-    'course_utils/labtime.py::run_once':
+    'course_tools/labtime.py::run_once':
         'separate target: make bench-labs (wall time of every lab); not in make test',
     'course_utils/memory/figures.py::explorer.redraw':
         "separate suite: make test-browser moves the knob in Chromium (not in make coverage-gpu's suites)",
@@ -257,15 +257,15 @@ ALLOWED: dict[str, str] = {
         'GPU: names the CUDA device when torch.cuda.is_available() (from nvidia-smi, free.describe_gpu, so CUDA stays uninitialised; unit-tested with the stand-in nvidia-smi in tests/test_gpu_free.py)',
     'course_utils/replay/session.py::installed_vllm_version':
         "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",
-    'course_utils/replay/stale.py::_shown':
+    'course_tools/stale.py::_shown':
         "CPU branch no measured process took (2 lines; first: 'except ValueError:'): an edge or error path a unit test could take",
-    'course_utils/replay/stale.py::main':
+    'course_tools/stale.py::main':
         'CPU branch no measured process took (3 lines; first: \'print(profile, " ".join(current))\'): an edge or error path a unit test could take',
-    'course_utils/replay/stale.py::other_profile_report':
+    'course_tools/stale.py::other_profile_report':
         'CPU branch no measured process took (1 lines; first: \'failures.append(f"{_shown(copy)}: {state} for the stamped recording of {profile!r} "\'): an edge or error path a unit test could take',
-    'course_utils/replay/stale.py::problems':
+    'course_tools/stale.py::problems':
         'CPU branch no measured process took (2 lines; first: \'return [f"{notebook}: no recording {_shown(rec)}; {fix}"]\'): an edge or error path a unit test could take',
-    'course_utils/replay/stale.py::recorded_copies':
+    'course_tools/stale.py::recorded_copies':
         "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take",
     'course_utils/replay/standin.py::LLM.__init__':
         'CPU branch no measured process took (1 lines; first: \'kwargs = {"model": args[0], **kwargs}\'): an edge or error path a unit test could take',
@@ -273,15 +273,15 @@ ALLOWED: dict[str, str] = {
         'CPU branch no measured process took (1 lines; first: \'raise TypeError(f"read mode records only these SamplingParams fields: {\\\', \\\'.join(keys.SAMP\'): an edge or error path a unit test could take',
     'course_utils/replay/standin.py::SamplingParams.__repr__':
         'CPU branch no measured process took (1 lines; first: \'return "SamplingParams(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in keys.SAMPLING_FI\'): an edge or error path a unit test could take',
-    'course_utils/report.py::<module>':
+    'course_tools/report.py::<module>':
         'separate target: make run prints where the executed labs are; not in make test',
-    'course_utils/report.py::main':
+    'course_tools/report.py::main':
         'separate target: make run prints where the executed labs are; not in make test',
     'course_utils/scale/bench.py::<module>':
         'separate target: make bench-scale writes data/recordings/cpu/scale_sweep.json; not in make test',
-    'course_utils/scale/bench.py::main':
+    'course_tools/bench/scale.py::main':
         'separate target: make bench-scale writes data/recordings/cpu/scale_sweep.json; not in make test',
-    'course_utils/scale/bench.py::sweep':
+    'course_tools/bench/scale.py::sweep':
         'separate target: make bench-scale writes data/recordings/cpu/scale_sweep.json; not in make test',
     'course_utils/scale/cluster.py::_ask':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
@@ -357,63 +357,63 @@ ALLOWED: dict[str, str] = {
         "CPU branch no measured process took (2 lines; first: 'except KeyError:'): an edge or error path a unit test could take",
     'course_utils/tinyworld/checkers.py::check_medical':
         "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take",
-    'course_utils/tinyworld/demo.py::<module>':
+    'course_tools/tinyworld/demo.py::<module>':
         'separate target: make demo (one heterogeneous batch); not in make test',
-    'course_utils/tinyworld/demo.py::main':
+    'course_tools/tinyworld/demo.py::main':
         'separate target: make demo (one heterogeneous batch); not in make test',
-    'course_utils/tinyworld/quality.py::<module>':
+    'course_tools/tinyworld/quality.py::<module>':
         'separate target: make eval prints the held-out quality table; the quality gate in test-unit calls the rest',
-    'course_utils/tinyworld/quality.py::base_copy':
+    'course_tools/tinyworld/quality.py::base_copy':
         'separate target: make eval prints the held-out quality table; the quality gate in test-unit calls the rest',
-    'course_utils/tinyworld/quality.py::main':
+    'course_tools/tinyworld/quality.py::main':
         'separate target: make eval prints the held-out quality table; the quality gate in test-unit calls the rest',
-    'course_utils/tinyworld/quality.py::wrong_examples':
+    'course_tools/tinyworld/quality.py::wrong_examples':
         'separate target: make eval prints the held-out quality table; the quality gate in test-unit calls the rest',
     'course_utils/tinyworld/tasks.py::pool':
         'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"split must be \\\'train\\\' or \\\'heldout\\\', not {split!r}")\'): an edge or error path a unit test could take',
-    'course_utils/tinyworld/trainer.py::<module>':
+    'course_tools/tinyworld/trainer.py::<module>':
         "separate target: make tiny-world (full training; test-unit's smoke run trains a small subset with other settings)",
-    'course_utils/tinyworld/trainer.py::_train':
+    'course_tools/tinyworld/trainer.py::_train':
         "separate target: make tiny-world (full training; test-unit's smoke run trains a small subset with other settings)",
-    'course_utils/tinyworld/trainer.py::batches':
+    'course_tools/tinyworld/trainer.py::batches':
         'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"{len(encoded)} examples cannot fill a batch of {batch_size}")\'): an edge or error path a unit test could take',
-    'course_utils/tinyworld/trainer.py::encode_pairs':
+    'course_tools/tinyworld/trainer.py::encode_pairs':
         "separate target: make tiny-world (full training; test-unit's smoke run trains a small subset with other settings)",
-    'course_utils/tinyworld/trainer.py::main':
+    'course_tools/tinyworld/trainer.py::main':
         "separate target: make tiny-world (full training; test-unit's smoke run trains a small subset with other settings)",
-    'course_utils/tinyworld/trainer.py::train_adapter':
+    'course_tools/tinyworld/trainer.py::train_adapter':
         "separate target: make tiny-world (full training; test-unit's smoke run trains a small subset with other settings)",
-    'course_utils/tinyworld/trainer.py::update':
+    'course_tools/tinyworld/trainer.py::update':
         "separate target: make tiny-world (full training; test-unit's smoke run trains a small subset with other settings)",
-    'course_utils/vllm_api/__main__.py::<module>':
+    'course_tools/vllm_api/__main__.py::<module>':
         "separate suite: make check-vllm-api runs it (make test does), outside make coverage-gpu's suites",
-    'course_utils/vllm_api/cli.py::<module>':
+    'course_tools/vllm_api/cli.py::<module>':
         "separate suite: make check-vllm-api (in make test, not in make coverage-gpu's suites) downloads and unpacks the wheel",
-    'course_utils/vllm_api/cli.py::installed_root':
+    'course_tools/vllm_api/cli.py::installed_root':
         "separate suite: make check-vllm-api (in make test, not in make coverage-gpu's suites) downloads and unpacks the wheel",
-    'course_utils/vllm_api/cli.py::wheel_source':
+    'course_tools/vllm_api/cli.py::wheel_source':
         "separate suite: make check-vllm-api (in make test, not in make coverage-gpu's suites) downloads and unpacks the wheel",
-    'course_utils/vllm_api/course.py::Collector.visit_Call':
+    'course_tools/vllm_api/course.py::Collector.visit_Call':
         "CPU branch no measured process took (3 lines; first: 'for s in _strs(kw.value):'): an edge or error path a unit test could take",
-    'course_utils/vllm_api/course.py::collect':
+    'course_tools/vllm_api/course.py::collect':
         "CPU branch no measured process took (2 lines; first: 'except Exception: # noqa: BLE001 - a profile that cannot be built here names no settings'): an edge or error path a unit test could take",
-    'course_utils/vllm_api/tree.py::Tree.__init__':
+    'course_tools/vllm_api/tree.py::Tree.__init__':
         'CPU branch no measured process took (1 lines; first: \'raise FileNotFoundError(f"no vllm/__init__.py under {self.root}")\'): an edge or error path a unit test could take',
-    'course_utils/vllm_api/tree.py::Tree._annotation':
+    'course_tools/vllm_api/tree.py::Tree._annotation':
         "CPU branch no measured process took (2 lines; first: 'return mod, value.func'): an edge or error path a unit test could take",
-    'course_utils/vllm_api/tree.py::Tree._class_of':
+    'course_tools/vllm_api/tree.py::Tree._class_of':
         "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",
-    'course_utils/vllm_api/tree.py::Tree._top':
+    'course_tools/vllm_api/tree.py::Tree._top':
         'CPU branch no measured process took (1 lines; first: \'return module, None # module __getattr__: if name == "current_platform"\'): an edge or error path a unit test could take',
-    'course_utils/vllm_api/tree.py::Tree.chain_problem':
+    'course_tools/vllm_api/tree.py::Tree.chain_problem':
         'CPU branch no measured process took (2 lines; first: \'return "" # of something outside vLLM\'): an edge or error path a unit test could take',
-    'course_utils/vllm_api/tree.py::Tree.has':
+    'course_tools/vllm_api/tree.py::Tree.has':
         "CPU branch no measured process took (2 lines; first: 'return False'): an edge or error path a unit test could take",
-    'course_utils/vllm_api/tree.py::Tree.params':
+    'course_tools/vllm_api/tree.py::Tree.params':
         "CPU branch no measured process took (1 lines; first: 'return set()'): an edge or error path a unit test could take",
-    'course_utils/vllm_api/tree.py::_element':
+    'course_tools/vllm_api/tree.py::_element':
         "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",
-    'course_utils/vllm_api/tree.py::_unwrap':
+    'course_tools/vllm_api/tree.py::_unwrap':
         "CPU branch no measured process took (2 lines; first: 'members = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]'): an edge or error path a unit test could take",
     'course_utils/vllm_patches.py::_skip_rows_without_adapter.patched':
         'separate target: make bench-lora-e2e times the LoRA ops (the timing side of the patch)',

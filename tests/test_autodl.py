@@ -1,7 +1,7 @@
 """The AutoDL GPU path without a GPU or a network: fake nvidia-smi / df outputs, fake model folders.
 
-Covers course_utils.gpu.checks (driver, GPU, disk verdicts), course_utils.gpu.download (folder
-layouts, verification, paths.json), course_utils.gpu.train_adapters (resumable, atomic adapters) and
+Covers course_tools.gpu.checks (driver, GPU, disk verdicts), course_tools.gpu.download (folder
+layouts, verification, paths.json), course_tools.gpu.train_adapters (resumable, atomic adapters) and
 ``bash autodl/setup.sh`` itself in a temporary HOME with fake ``nvidia-smi`` and ``df``.
 """
 
@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 from course_utils import profiles
-from course_utils.gpu import checks as gpu_checks, download, train_adapters as gpu_adapters
+from course_tools.gpu import checks as gpu_checks, download, train_adapters as gpu_adapters
 from course_utils.paths import read_paths_file
 
 REPO = Path(__file__).resolve().parent.parent
@@ -207,7 +207,7 @@ def test_the_readme_disk_figures_are_the_setups_own_plan():
     setup's check (lab_disk_lines) counts. The README's table is what `checks disk-plan` prints."""
     readme = (REPO / "autodl" / "README.md").read_text(encoding="utf-8")
     assert "<!-- disk-plan -->" in readme, "autodl/README.md has no disk-plan table (python3 autodl/run_module.py " \
-                                           "course_utils.gpu.checks disk-plan prints it)"
+                                           "course_tools.gpu.checks disk-plan prints it)"
     shown = readme.split("<!-- disk-plan -->", 1)[1].split("<!-- /disk-plan -->", 1)[0].strip()
     assert shown == gpu_checks.disk_plan_table(), "autodl/README.md's disk table is stale"
     plan = gpu_checks.disk_plan("qwen7b")
@@ -229,12 +229,14 @@ def test_the_readme_disk_figures_are_the_setups_own_plan():
 def test_require_free_disk_says_how_much_and_what_to_do(tmp_path, monkeypatch):
     import collections
 
+    from course_utils.engine import lora_check   # Lab 05's merge checks the disk before it writes a full copy
+
     usage = collections.namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(100 * 2**30, 90 * 2**30, 3 * 2**30))
     with pytest.raises(RuntimeError, match=r"需要 .*有 14\.2 GiB.*只剩 3\.0 GiB.*扩容数据盘"):
-        gpu_checks.require_free_disk(tmp_path / "build" / "05_merged", download.ITEMS["qwen7b"].approx_bytes,
+        lora_check.require_free_disk(tmp_path / "build" / "05_merged", download.ITEMS["qwen7b"].approx_bytes,
                                      "合并后的模型")
-    gpu_checks.require_free_disk(tmp_path / "x", 1 * 2**30, "a small file")   # 1 GiB + margin fits in 3 GiB
+    lora_check.require_free_disk(tmp_path / "x", 1 * 2**30, "a small file")   # 1 GiB + margin fits in 3 GiB
 
 
 # --------------------------------------------------------------------------
@@ -485,7 +487,7 @@ def test_download_that_stays_partial_says_how_to_resume(tmp_path, capsys, monkey
     rc, out = run_download(["--profile", "qwen7b", "--models-dir", str(tmp_path)], capsys)
     assert rc == 1
     assert "缺少：model-00004-of-00004.safetensors" in out
-    assert "接着下载（保留已完整的文件）：python -m course_utils.gpu.download --profile qwen7b" in out
+    assert "接着下载（保留已完整的文件）：python -m course_tools.gpu.download --profile qwen7b" in out
     assert not (tmp_path / "paths.json").exists()
 
 
@@ -512,7 +514,7 @@ def test_download_llama3b_adapter_comes_from_hf_mirror(tmp_path, capsys, monkeyp
 
 def test_download_module_imports_without_hub_libraries():
     code = ("import sys; sys.modules['modelscope'] = None; sys.modules['huggingface_hub'] = None; "
-            "import course_utils.gpu.download, course_utils.gpu.checks, course_utils.gpu.train_adapters; print('ok')")
+            "import course_tools.gpu.download, course_tools.gpu.checks, course_tools.gpu.train_adapters; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=False, capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
@@ -540,7 +542,7 @@ def test_train_config_is_sized_for_a_4090():
 
 
 def test_train_all_resumes_and_never_leaves_half_an_adapter(tmp_path, monkeypatch):
-    import course_utils.tinyworld.trainer as tw
+    import course_tools.tinyworld.trainer as tw
 
     models_dir = tmp_path / "course"
     base = make_model(models_dir / "models" / "Qwen2.5-7B-Instruct")
@@ -659,9 +661,9 @@ def test_setup_dry_run_prints_the_whole_plan_and_changes_nothing(box):
         "将从 ModelScope（Qwen/Qwen2.5-7B-Instruct）下载 Qwen2.5-7B-Instruct",
         f"下载 Qwen2.5-7B-Instruct 到 {models / 'models' / 'Qwen2.5-7B-Instruct'}",
         # ModelScope is domestic: no academic proxy for it (L2)
-        f"将运行：{box.tmp / 'venv' / 'bin' / 'python'} -m course_utils.gpu.download --profile qwen7b --source modelscope --only-from modelscope",
+        f"将运行：{box.tmp / 'venv' / 'bin' / 'python'} -m course_tools.gpu.download --profile qwen7b --source modelscope --only-from modelscope",
         "adapter json（rank 64",
-        "-m course_utils.gpu.train_adapters --profile qwen7b",
+        "-m course_tools.gpu.train_adapters --profile qwen7b",
         f"HF_HOME={box.tmp / 'autodl-tmp' / 'cache' / 'huggingface'}",
         f"PIP_CACHE_DIR={box.tmp / 'autodl-tmp' / 'cache' / 'pip'}",
         "完成（试运行：没有改动任何东西）",

@@ -1,4 +1,4 @@
-"""The benchmarks' shared command line (course_utils.engine.benchcli): options, --save and its provenance."""
+"""The benchmarks' shared command line (course_tools.bench.cli): options, --save and its provenance."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from course_utils.engine import benchcli, loadbench, widebench
+from course_tools.bench import cli as benchcli, loadbench, widebench
 
 
 def _options(p):
@@ -60,7 +60,7 @@ def test_each_bench_offers_its_options_and_save(bench, options, capsys):
 
 def test_opbench_quick_measures_and_is_not_saved(monkeypatch, capsys):
     pytest.importorskip("torch")
-    from course_utils.engine import opbench
+    from course_tools.bench import opbench
 
     sweep = opbench.sweep
     tiny = {"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,

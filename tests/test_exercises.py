@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from course_utils import exercises as ex
-from course_utils import notebooks
+from course_tools import notebooks
 from tests.exercise_solutions import BLANKS, MALFORMED, REFERENCE, SPELLINGS, WRONG
 
 LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("[0-9]*.ipynb"))
@@ -140,18 +140,18 @@ def test_lab_exercise_cells_are_blank_and_checked():
 # --- nbgrader: metadata in the committed labs, the source version built from the references ---------
 
 def test_exercise_cells_carry_nbgrader_metadata():
-    from course_utils import grading
+    from course_tools import grading
 
     for lab in LABS:
         nb = notebooks.read(lab)
-        assert not grading.tag(nb), f"{lab.name}: run `python -m course_utils.grading tag {lab}`"
+        assert not grading.tag(nb), f"{lab.name}: run `python -m course_tools.grading tag {lab}`"
         for e in grading.exercises(nb):
             assert nb.cells[e["exercise"]].metadata.nbgrader.solution is True
             assert nb.cells[e["check"]].metadata.nbgrader.points == 1
 
 
 def test_the_source_version_holds_each_reference_and_hidden_test():
-    from course_utils import grading
+    from course_tools import grading
     from tests.exercise_solutions import REFERENCE_SOURCE
 
     for lab in LABS:
@@ -201,7 +201,7 @@ def _cell_text(cell) -> str:
 def test_no_question_comes_after_a_cell_that_shows_its_answer(lab):
     """Predict, then run: nothing before a prediction's blank, or before a calculation's check, states what the
     check will accept."""
-    from course_utils import grading
+    from course_tools import grading
 
     nb = notebooks.read(lab)
     for e in grading.exercises(nb):
@@ -214,7 +214,7 @@ def test_no_question_comes_after_a_cell_that_shows_its_answer(lab):
 
 def test_every_prediction_is_checked_after_the_cell_that_runs_it():
     """A prediction's check cell comes after at least one code cell that is not the exercise (the run)."""
-    from course_utils import grading
+    from course_tools import grading
 
     seen = set()
     for lab in LABS:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from course_utils import notebooks
+from course_tools import notebooks
 
 REPO = Path(__file__).resolve().parents[1]
 GLOSSARY = REPO / "labs" / "glossary.md"

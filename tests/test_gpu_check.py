@@ -22,7 +22,7 @@ import pytest
 from autodl import gpu_check
 from autodl.gpu_check import NO_CUDA, STEPS, StepResult, render
 from course_utils import processes
-from course_utils.notebooks import code_cells
+from course_tools.notebooks import code_cells
 from course_utils.paths import REPO, TINY
 
 HAVE_VLLM = importlib.util.find_spec("vllm") is not None

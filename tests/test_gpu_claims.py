@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import notebooks, profiles
+from course_utils import profiles
+from course_tools import notebooks
 
 REPO = Path(__file__).resolve().parents[1]
 LABS = sorted((REPO / "labs").glob("[0-9]*.ipynb"))

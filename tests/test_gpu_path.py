@@ -167,7 +167,7 @@ def test_on_a_gpu_machine_make_run_and_make_test_install_the_cpu_build_and_run_t
     assert "pip install  -e '.[cpu,dev,scale]'" in setup and "'.[gpu" not in setup
     assert "--name multi-lora-course-cpu" in setup       # the GPU environment's kernel keeps its name
     run = _make_n("run", path=gpu_on_path)
-    assert "COURSE_PROFILE=tiny .venv/bin/python -m course_utils.labrun run" in run and ".venv-gpu" not in run
+    assert "COURSE_PROFILE=tiny .venv/bin/python -m course_tools.labrun run" in run and ".venv-gpu" not in run
     makefile = (REPO / "Makefile").read_text()
     assert "$(SIDE_BY_SIDE) setup" in makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0]   # make test sets up first
     for target in ("test-live", "eval", "bench", "demo"):
@@ -175,13 +175,13 @@ def test_on_a_gpu_machine_make_run_and_make_test_install_the_cpu_build_and_run_t
         assert ".venv/bin/python" in out and ".venv-gpu" not in out, (target, out)
     assert "COURSE_PROFILE=tiny" in _make_n("test-live", path=gpu_on_path)
     rehearsal = _make_n("record", "PROFILE=rehearsal", path=gpu_on_path)
-    assert ".venv/bin/python -m course_utils.labrun record" in rehearsal and ".venv-gpu" not in rehearsal
+    assert ".venv/bin/python -m course_tools.labrun record" in rehearsal and ".venv-gpu" not in rehearsal
 
 
 def test_make_run_with_a_gpu_profile_selects_the_gpu_build_and_the_7b_path(gpu_on_path):
     out = _make_n("run", "PROFILE=qwen7b", path=gpu_on_path)
     assert "pip install  -e '.[gpu,dev]'" in out and "'.[cpu" not in out
-    assert "COURSE_PROFILE=qwen7b .venv-gpu/bin/python -m course_utils.labrun run" in out
+    assert "COURSE_PROFILE=qwen7b .venv-gpu/bin/python -m course_tools.labrun run" in out
     assert "--name multi-lora-course " in out           # the kernel students pick in JupyterLab
 
 

@@ -1,11 +1,12 @@
 """The composed requests the adapters train on: right answers, held-out entities only when asked for,
-and no held-out phrasing (either family of :mod:`course_utils.tinyworld.phrasings`) in any training prompt."""
+and no held-out phrasing (either family of :mod:`course_tools.tinyworld.phrasings`) in any training prompt."""
 
 import re
 
 import pytest
 
-from course_utils.tinyworld import checkers, grammar, phrasings, tasks, trainer
+from course_utils.tinyworld import checkers, tasks
+from course_tools.tinyworld import grammar, phrasings, trainer
 
 
 @pytest.mark.parametrize("task", tasks.TASKS)

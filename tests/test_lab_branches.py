@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import notebooks
+from course_tools import notebooks
 
 REPO = Path(__file__).resolve().parent.parent
 LABS = sorted((REPO / "labs").glob("[0-9]*.ipynb"))

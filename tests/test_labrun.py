@@ -8,8 +8,8 @@ import pytest
 from nbclient.exceptions import CellExecutionError
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from course_utils import labrun, notebooks
-from course_utils.replay import stale
+from course_tools import labrun, notebooks
+from course_tools import stale
 
 RECORDS = """\
 import json, os, pathlib

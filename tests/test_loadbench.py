@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from course_tools.bench import loadbench as measure
 from course_utils.engine import loadbench
 
 
@@ -13,12 +14,12 @@ def test_a_random_adapter_passes_the_pre_check_at_its_rank_and_size(tmp_path):
     from course_utils.adapters import check_adapter
 
     tiny = get_profile("tiny")
-    path = loadbench.make_random_adapter(tmp_path / "r32", Path(tiny.base_model), 32)
+    path = measure.make_random_adapter(tmp_path / "r32", Path(tiny.base_model), 32)
     info = check_adapter(path, tiny.base_model, max_lora_rank=32)
     assert info.rank == 32 and len(info.modules) == 7 * 2                       # 7 projections x 2 layers
     # r (d_in + d_out) per projection, float32: q 512, k 384, v 384, o 512, gate 768, up 768, down 768
     assert info.weight_bytes == 2 * 32 * (512 + 384 + 384 + 512 + 3 * 768) * 4
-    assert loadbench._mb(path) == pytest.approx(info.weight_bytes / 1e6, abs=0.01)
+    assert measure._mb(path) == pytest.approx(info.weight_bytes / 1e6, abs=0.01)
 
 
 def test_fit_and_table_from_a_recording():

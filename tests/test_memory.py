@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from course_utils import memory as mm
-from course_utils import notebooks
+from course_tools import notebooks
 from course_utils.arch import ConfigError
 from course_utils.memory import GiB, MemoryModelError
 from course_utils.paths import CONFIGS

@@ -4,12 +4,14 @@ child process, the pre-check, and an edited input in read mode."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from course_utils import budget, profiles
+from course_tools import budget
+from course_utils import newadapter, profiles
 from course_utils.newadapter import task, training
 from course_utils.newadapter.task import ExampleError
 from course_utils.replay import session as record
@@ -46,7 +48,7 @@ def test_the_labs_examples_are_valid_and_the_shipped_ones():
     """The examples cell of the committed lab passes the checks (a student starts from a working cell)."""
     import ast
 
-    from course_utils import notebooks
+    from course_tools import notebooks
 
     src = next(s for s in notebooks.code_cells(LAB) if s.lstrip().startswith("EXAMPLES = ["))
     examples = ast.literal_eval(src.split("=", 1)[1].strip())
@@ -85,24 +87,25 @@ KNOBS = {"rank": 8, "steps": 200, "target_modules": ["q_proj", "v_proj"]}
 def test_the_job_on_cpu_is_the_tiny_worlds():
     job = training.job(profiles.get_profile("tiny"), "stamp", EXAMPLES, **KNOBS)
     assert (job["device"], job["dtype"], job["gradient_checkpointing"]) == ("cpu", "float32", False)
-    assert job["settings"] == {**training.CPU_TRAIN, "batch_size": 16} and job["base_name"] == "course-tiny-qwen2"
+    assert training.settings(job) == {**training.CPU_TRAIN, "batch_size": 16}
+    assert training.base_name(job) == "course-tiny-qwen2"
     assert job["out"] == str(REPO / "build" / "lab08" / "stamp") and job["alpha"] == 16
 
 
 def test_the_job_on_a_gpu_is_the_course_adapters_on_cuda(monkeypatch, tmp_path):
     """The qwen7b branch (only a real 4090 runs it): CUDA, bf16, gradient checkpointing, the GPU learning rate."""
-    from course_utils.gpu.train_adapters import BASE_NAME, GPU_TRAIN
+    from course_tools.gpu.train_adapters import BASE_NAME, GPU_TRAIN
 
     monkeypatch.setenv("COURSE_MODELS_DIR", str(tmp_path))
     qwen = profiles.get_profile("qwen7b")
     job = training.job(qwen, "stamp", EXAMPLES[:6] + EXAMPLES[6:], **KNOBS)
     assert (job["device"], job["dtype"], job["gradient_checkpointing"]) == ("cuda", "bfloat16", True)
-    assert job["settings"] == {k: GPU_TRAIN[k] for k in ("adapter_lr", "batch_size", "threads")}
+    assert training.settings(job) == {k: GPU_TRAIN[k] for k in ("adapter_lr", "batch_size", "threads")}
     assert job["steps"] == KNOBS["steps"]       # the lab's knob, not the course adapters' step count
-    assert job["base_name"] == BASE_NAME and job["base"] == qwen.base_model
+    assert training.base_name(job) == BASE_NAME and job["base"] == qwen.base_model
     rehearsal = training.job(profiles.get_profile("rehearsal"), "stamp", EXAMPLES, **KNOBS)
     assert (rehearsal["device"], rehearsal["gradient_checkpointing"]) == ("cpu", True)   # the GPU branch, on CPU
-    assert rehearsal["settings"]["threads"] == training.CPU_TRAIN["threads"]
+    assert training.settings(rehearsal)["threads"] == training.CPU_TRAIN["threads"]
 
 
 def test_the_child_on_cuda_refuses_a_machine_without_one(tmp_path):
@@ -151,26 +154,23 @@ def test_a_failed_child_says_where_its_log_is(monkeypatch, tmp_path):
 
 def test_the_training_child_runs_with_deterministic_cublas(monkeypatch, tmp_path):
     """Review S8: the trainer turns on torch's deterministic algorithms; on CUDA, cuBLAS is deterministic only with
-    CUBLAS_WORKSPACE_CONFIG set before it starts (else a warning at every matmul in the training log). The child's
-    real environment, read from /proc while it runs, must carry it, as gpu/train_adapters.py's training does."""
-    psutil = pytest.importorskip("psutil")
+    CUBLAS_WORKSPACE_CONFIG set before it starts (else a warning at every matmul in the training log). The child
+    sets it before the trainer imports torch, as course_tools/gpu/train_adapters.py's training does."""
+    from course_tools.tinyworld import trainer
+
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
-    monkeypatch.setattr(training, "OUT", tmp_path)
-    seen, start = {}, training.processes.start
+    seen = {}
 
-    def start_and_look(argv, **kw):
-        started = start(argv, **kw)
-        seen.update(psutil.Process(started.pid).environ())
-        return started
+    def train_adapter(*args, **kwargs):          # stands where torch would start cuBLAS
+        seen["env"] = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+        return {"steps": 0}
 
-    monkeypatch.setattr(training.processes, "start", start_and_look)
-    broken = replace(profiles.get_profile("tiny"), base_model=str(tmp_path / "no-such-base"))   # ends at once
-    with pytest.raises(training.TrainingError):
-        training.train(broken, "stamp", EXAMPLES, rank=2, steps=1, target_modules=["q_proj"])
-    assert seen.get("CUBLAS_WORKSPACE_CONFIG") == ":4096:8", "the training child runs without deterministic cuBLAS"
-    from course_utils.tinyworld.trainer import DETERMINISTIC_CUBLAS
-
-    assert DETERMINISTIC_CUBLAS == {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}    # one setting, train_adapters uses it too
+    monkeypatch.setattr(trainer, "train_adapter", train_adapter)
+    job = {**training.job(profiles.get_profile("tiny"), "stamp", EXAMPLES, **KNOBS), "out": str(tmp_path / "out")}
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    assert training._child(str(tmp_path / "job.json")) == 0
+    assert seen["env"] == ":4096:8", "the training child trains without deterministic cuBLAS"
+    assert trainer.DETERMINISTIC_CUBLAS == {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}  # one setting, train_adapters uses it
 
 
 def test_nothing_is_loaded_where_no_server_runs():
@@ -211,7 +211,7 @@ def test_the_budget_counts_lab08s_training(tmp_path):
     work = budget.lab_work(LAB, tmp_path)
     assert (work.train_steps, work.train_loads) == (200, 1)
     assert work.seconds() == budget.TRAIN_LOAD_S + 200 * budget.TRAIN_STEP_S
-    est = budget.loop_estimate(200)
+    est = newadapter.loop_estimate(200)
     assert est["train"] == budget.TRAIN_LOAD_S + 200 * budget.TRAIN_STEP_S and set(est) == {
         "train", "server start", "pre-check", "load_lora_adapter", "first answer"}
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from nbformat.v4 import new_markdown_cell, new_notebook
 
-from course_utils import notebooks
+from course_tools import notebooks
 from course_utils.arch import load_config
 from course_utils.engine import flops, opbench
 

@@ -1,6 +1,6 @@
 """quality.gate and quality.missed_targets on made-up tables (the live run is tests/test_tiny_world.py)."""
 
-from course_utils.tinyworld import quality as q
+from course_tools.tinyworld import quality as q
 
 
 def _table(**change):

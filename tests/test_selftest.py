@@ -75,7 +75,7 @@ def test_the_self_test_questions_live_in_its_notebook():
     import re
     from pathlib import Path
 
-    from course_utils.notebooks import code_cells
+    from course_tools.notebooks import code_cells
 
     src = Path(selftest.__file__).read_text(encoding="utf-8")
     asks = [c for c in code_cells(Path(__file__).resolve().parents[1] / "labs" / "06_self_test.ipynb")

@@ -1,4 +1,4 @@
-"""The course site's staging (course_utils/site/build.py) without Sphinx: what each lab page is made from.
+"""The course site's staging (course_tools/site/build.py) without Sphinx: what each lab page is made from.
 
 The rendered site is checked in headless Chromium by tests/browser/test_site.py (`make test-site`).
 """
@@ -8,7 +8,7 @@ import json
 import nbformat
 import pytest
 
-from course_utils.site import build
+from course_tools.site import build
 
 LABS = build.labs()
 

@@ -10,7 +10,7 @@ import pytest
 
 from course_utils import selftest
 from course_utils.engine import flops, source
-from course_utils.notebooks import code_cells
+from course_tools.notebooks import code_cells
 
 REPO = Path(__file__).resolve().parent.parent
 LAB05 = REPO / "labs" / "05_source_tour.ipynb"
@@ -68,8 +68,8 @@ def test_missing_module_does_not_raise():
 
 
 def test_moved_to_another_module():
-    loc = source.locate("course_utils.lab", "stamp", also_in=["course_utils.replay.stale"])
-    assert loc.status == "moved" and loc.found and loc.found_in == "course_utils.replay.stale"
+    loc = source.locate("course_utils.lab", "stamp", also_in=["course_tools.stale"])
+    assert loc.status == "moved" and loc.found and loc.found_in == "course_tools.stale"
     assert "course_utils.lab 里没有 stamp" in loc.note
     assert loc.source.startswith("def stamp(")
 

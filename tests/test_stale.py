@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import notebooks
-from course_utils.replay import session, stale
+from course_tools import notebooks
+from course_utils.replay import session
+from course_tools import stale
 
 REPO = Path(__file__).resolve().parents[1]
 LAB = REPO / "labs" / "02_memory_layout.ipynb"

@@ -6,7 +6,8 @@ import pytest
 
 from course_utils import get_profile
 from course_utils.paths import TINY
-from course_utils.tinyworld import trainer as tinyworld
+from course_tools.tinyworld import trainer as tinyworld
+from course_utils.tinyworld import tasks
 
 vllm = pytest.importorskip("vllm", reason="live tests need vLLM (make setup)")
 pytestmark = pytest.mark.live
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.live
 
 @pytest.fixture(scope="module")
 def quality():
-    from course_utils.tinyworld import quality
+    from course_tools.tinyworld import quality
 
     table, rows = quality.evaluate(get_profile("tiny"), n_per_task=50)
     print("\n" + quality.format_table(table))
@@ -30,7 +31,7 @@ WORSE = ("json", "rank_sweep/json-r1")
 def test_the_shipped_world_passes_the_quality_gate(quality, task):
     """Format on trained phrasings, right on held-out entities in trained and both held-out phrasings
     (the checkers: SQL run in sqlite, values compared), the bare base silent: quality.gate's floors."""
-    from course_utils.tinyworld import quality as q
+    from course_tools.tinyworld import quality as q
 
     assert q.gate({task: quality[0][task]}) == [], quality[0][task]
 
@@ -39,7 +40,7 @@ def test_the_gate_fails_a_worse_adapter():
     """The gate can fail: WORSE serves a known-worse adapter in place of the shipped one, and the gate says so."""
     from dataclasses import replace
 
-    from course_utils.tinyworld import quality as q
+    from course_tools.tinyworld import quality as q
 
     task, folder = WORSE
     profile = replace(get_profile("tiny"), adapters={**get_profile("tiny").adapters, task: str(TINY / folder)})
@@ -50,7 +51,7 @@ def test_the_gate_fails_a_worse_adapter():
 
 def test_report_has_right_next_to_format_on_every_phrasing(quality):
     """Each share in the table is that of its own rows (50 a task and kind), and the report prints it in its column."""
-    from course_utils.tinyworld import quality as q
+    from course_tools.tinyworld import quality as q
 
     table, rows = quality
     assert {r.phrasing for r in rows} == {"trained", *q.REWORDED}
@@ -111,7 +112,7 @@ def test_trainer_smoke(tmp_path):
 
 def test_the_codebook_is_fixed_distinct_and_unknown_to_the_base_tasks():
     book = tinyworld.codebook()
-    assert book == tinyworld.codebook() and len(book) == tinyworld.CODEBOOK_SIZE
+    assert book == tinyworld.codebook() and len(book) == tasks.CODEBOOK_SIZE
     words = [w for pair in book for w in pair]
     assert len(set(words)) == len(words)                      # every word and code word is its own
     assert tinyworld.codebook_prompt("serola") == "What is the code word for serola?"

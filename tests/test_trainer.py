@@ -3,7 +3,8 @@
 import pytest
 
 from course_utils.paths import TINY
-from course_utils.tinyworld import tasks, trainer
+from course_utils.tinyworld import tasks
+from course_tools.tinyworld import trainer
 
 torch = pytest.importorskip("torch")
 

@@ -14,8 +14,8 @@ import zipfile
 
 import pytest
 
-from course_utils import vllm_api as api
-from course_utils.vllm_api import cli
+from course_tools import vllm_api as api
+from course_tools.vllm_api import cli
 
 FAKE_VLLM = {
     "vllm/__init__.py": 'MODULE_ATTRS = {"LLM": ".entrypoints.llm:LLM", "SamplingParams": ".sampling_params:SamplingParams"}\n',

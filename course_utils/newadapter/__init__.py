@@ -2,12 +2,14 @@
 
 - :mod:`.task`: the task (the archive's date stamp), its held-out set, the checker, the examples' validation;
 - :mod:`.training`: training in a child process (the course's peft trainer), with progress and the loss curve;
-- :mod:`.check`: the pre-check of the new folder (rank against ``--max-lora-rank``, the base's fingerprint).
+- :mod:`.check`: the pre-check of the new folder (rank against ``--max-lora-rank``, the base's fingerprint);
+- :mod:`.estimate`: the loop's time on a 4090 with the 7B base (estimates, from ``data/configs``).
 """
 
 from . import task
 from .check import precheck
+from .estimate import loop_estimate
 from .task import ExampleError
 from .training import OUT, TrainingError, loaded_by, progress_bar, train
 
-__all__ = ["ExampleError", "OUT", "TrainingError", "loaded_by", "precheck", "progress_bar", "task", "train"]
+__all__ = ["ExampleError", "OUT", "TrainingError", "loaded_by", "loop_estimate", "precheck", "progress_bar", "task", "train"]

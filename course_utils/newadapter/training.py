@@ -1,12 +1,12 @@
 """Training Lab 08's adapter in a child process, with a progress bar and the loss of every step.
 
 The kernel starts ``python -m course_utils.newadapter.training <job.json>`` (:func:`train`); the child trains
-with the course's trainer (:func:`course_utils.tinyworld.trainer.train_adapter`, a peft LoRA), prints one
+with the course's trainer (:func:`course_tools.tinyworld.trainer.train_adapter`, a peft LoRA), prints one
 ``PROGRESS`` line per step and a ``RESULT`` line, writes the adapter and exits. The kernel never imports
 torch for it: on a 4090 the child holds the card while it trains and gives all of it back when it exits,
 before the lab starts a server.
 
-On a GPU profile the child trains as ``python -m course_utils.gpu.train_adapters`` does (bf16 on CUDA,
+On a GPU profile the child trains as ``python -m course_tools.gpu.train_adapters`` does (bf16 on CUDA,
 gradient checkpointing, the base's chat template, the GPU learning rate and batch); on CPU in float32.
 The rehearsal (a GPU-shaped profile on CPU) takes the GPU branch with the CPU's device and dtype.
 
@@ -33,13 +33,12 @@ from ..replay import keys
 from ..replay.record import recorded
 from ..replay.session import active
 from ..server.http import short_path
-from ..tinyworld.trainer import deterministic_env
 from . import task
 
 OUT = REPO / "build" / "lab08"
 PROGRESS, RESULT = "PROGRESS ", "RESULT "
 # Learning rate and batch: the tiny world's adapters on CPU; on a GPU those of the course's Qwen adapters
-# (course_utils/gpu/train_adapters.py, GPU_TRAIN).
+# (course_tools/gpu/train_adapters.py, GPU_TRAIN).
 CPU_TRAIN = {"adapter_lr": 5e-3, "batch_size": 16, "threads": 2}
 
 
@@ -54,19 +53,12 @@ def device_of(prof: Profile) -> tuple[str, str]:
 def job(prof: Profile, name: str, examples: list[tuple[str, str]], rank: int, steps: int,
         target_modules: list[str]) -> dict:
     """What the child is told: the base, the data, the knobs and where to write."""
-    from ..gpu.train_adapters import BASE_NAME as QWEN_NAME, GPU_TRAIN
-    from ..tinyworld.trainer import BASE_NAME as TINY_NAME
-
     device, dtype = device_of(prof)
     gpu_shaped = prof.hardware == "cuda"
-    settings = {k: GPU_TRAIN[k] for k in CPU_TRAIN} if gpu_shaped else dict(CPU_TRAIN)   # the steps are a knob
-    if device == "cpu":
-        settings["threads"] = CPU_TRAIN["threads"]
-    settings["batch_size"] = min(settings["batch_size"], len(examples))
-    return {"name": name, "base": prof.base_model, "base_name": TINY_NAME if prof.tiny_world else QWEN_NAME,
+    return {"name": name, "base": prof.base_model, "tiny_world": prof.tiny_world, "recipe": "gpu" if gpu_shaped else "cpu",
             "out": str(OUT / name), "pairs": task.training_pairs(examples), "rank": rank, "alpha": 2 * rank,
             "steps": steps, "target_modules": list(target_modules), "device": device, "dtype": dtype,
-            "gradient_checkpointing": gpu_shaped, "settings": settings}
+            "gradient_checkpointing": gpu_shaped}
 
 
 def _key(prof, name, examples, rank, steps, target_modules, show=None):
@@ -102,9 +94,8 @@ def _train(prof, name, examples, rank, steps, target_modules, show=None) -> dict
     job_file, log = OUT / f"{name}.job.json", OUT / f"{name}.train.log"
     job_file.write_text(json.dumps({**spec, "out": str(tmp)}, indent=1))
     t0 = time.monotonic()
-    # deterministic cuBLAS on CUDA (the trainer asks torch for deterministic algorithms), as gpu/train_adapters.py
     child = processes.start([sys.executable, "-m", "course_utils.newadapter.training", str(job_file)],
-                            env=deterministic_env(os.environ), stdout=subprocess.PIPE, text=True,
+                            stdout=subprocess.PIPE, text=True,
                             die_with_parent=True, cwd=str(REPO))
     losses, result = [], None
     try:
@@ -188,24 +179,47 @@ def progress_bar(steps: int):
     return show
 
 
-# --- the child ----------------------------------------------------------------------------------------
+# --- the child: it may use the maintainers' tools (course_tools), the kernel never imports them ----------
+def settings(spec: dict) -> dict:
+    """The trainer's learning rate, batch and threads for a job: the tiny world's on CPU; on a GPU (or the
+    rehearsal, GPU-shaped on CPU) those of the course's Qwen adapters (course_tools/gpu/train_adapters.py)."""
+    from course_tools.gpu.train_adapters import GPU_TRAIN
+
+    chosen = {k: GPU_TRAIN[k] for k in CPU_TRAIN} if spec["recipe"] == "gpu" else dict(CPU_TRAIN)   # steps: a knob
+    if spec["device"] == "cpu":
+        chosen["threads"] = CPU_TRAIN["threads"]
+    chosen["batch_size"] = min(chosen["batch_size"], len(spec["pairs"]))
+    return chosen
+
+
+def base_name(spec: dict) -> str:
+    """The name written into adapter_config.json instead of a local path."""
+    from course_tools.gpu.train_adapters import BASE_NAME as QWEN_NAME
+    from course_tools.tinyworld.trainer import BASE_NAME as TINY_NAME
+
+    return TINY_NAME if spec["tiny_world"] else QWEN_NAME
+
+
 def _child(job_file: str) -> int:
     spec = json.loads(Path(job_file).read_text())
-    from ..tinyworld.trainer import AdapterSpec, TrainConfig, train_adapter
+    from course_tools.tinyworld.trainer import AdapterSpec, TrainConfig, deterministic_env, train_adapter
 
-    cfg = TrainConfig(adapter_steps=spec["steps"], **spec["settings"])
+    # deterministic cuBLAS on CUDA (the trainer asks torch for deterministic algorithms), as train_adapters does:
+    # set here, before torch starts cuBLAS
+    os.environ.update(deterministic_env(os.environ))
+    cfg = TrainConfig(adapter_steps=spec["steps"], **settings(spec))
     lora = AdapterSpec(spec["rank"], spec["alpha"], tuple(spec["target_modules"]))
 
     def on_loss(step: int, loss: float) -> None:
         print(PROGRESS + json.dumps({"step": step, "loss": loss}), flush=True)
 
     if spec["device"] == "cuda":
-        from ..gpu.train_adapters import check_gpu
+        from course_tools.gpu.train_adapters import check_gpu
 
         check_gpu("cuda")      # the card must be free: a kernel's engine or a server still holding it is named
     stats = train_adapter(cfg, Path(spec["base"]), spec["name"], Path(spec["out"]), device=spec["device"],
                           dtype=spec["dtype"], gradient_checkpointing=spec["gradient_checkpointing"],
-                          base_name=spec["base_name"], chat=True, spec=lora,
+                          base_name=base_name(spec), chat=True, spec=lora,
                           pairs=[tuple(p[:2]) + (tuple(p[2]),) for p in spec["pairs"]], on_loss=on_loss)
     print(RESULT + json.dumps({**stats, "config": asdict(cfg)}), flush=True)
     return 0

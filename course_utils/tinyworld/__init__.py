@@ -1,1 +1,2 @@
-"""The tiny world: synthetic tasks, the trainer of the tiny base and its adapters, the quality gate, a demo."""
+"""The tiny world the labs use: its synthetic tasks (prompts, reference answers, the codebook) and the checkers
+that judge an answer. The trainer and its grammar are the maintainers' (``course_tools.tinyworld``)."""

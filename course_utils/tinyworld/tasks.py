@@ -473,3 +473,26 @@ CHECKERS = {"sql": check_sql, "support": check_support, "medical": check_medical
 def check(task: str, output: str, fields: dict) -> bool:
     """True when ``output`` has ``task``'s format (and, for sql, the right table and condition)."""
     return CHECKERS[task](output, fields)
+
+
+# --- the codebook: Lab 03's capacity task (course_tools/tinyworld/trainer.py trains its rank sweep on it) ---------
+CODEBOOK_SIZE = 200
+_SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+
+
+def codebook(n: int = CODEBOOK_SIZE, seed: int = 99) -> list[tuple[str, str]]:
+    """``n`` made-up words, each with a made-up code word (three syllables each, all distinct).
+
+    A pure lookup table: nothing in the base's training predicts an answer, so an adapter has to
+    store every pair. The rank sweep measures how much of it each rank can hold."""
+    rng = random.Random(seed)
+    words: list[str] = []
+    while len(words) < 2 * n:
+        w = "".join(rng.choice(_SYLLABLES) for _ in range(3))
+        if w not in words:
+            words.append(w)
+    return list(zip(words[:n], words[n:]))
+
+
+def codebook_prompt(word: str) -> str:
+    return f"What is the code word for {word}?"

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import torch  # noqa: E402
 from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM  # noqa: E402
 
-from course_utils.gpu import train_adapters as gpu_adapters  # noqa: E402
+from course_tools.gpu import train_adapters as gpu_adapters  # noqa: E402
 from course_utils.profiles import TINY  # noqa: E402
 
 

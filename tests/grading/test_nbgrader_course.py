@@ -1,7 +1,7 @@
 """nbgrader releases and autogrades the labs (read mode, no engine): `make test-nbgrader`.
 
 For every lab with exercises: the source version (references as solutions, the judge as hidden
-tests) is built by ``course_utils.grading``; ``nbgrader generate_assignment`` must give back the
+tests) is built by ``course_tools.grading``; ``nbgrader generate_assignment`` must give back the
 committed lab's code; ``nbgrader autograde`` must give the reference answers full marks, the same answers in other
 spellings (``"32,768"``, ``"round-robin"``, curl with ``--json``: ``OTHER_SPELLINGS_SOURCE``) full marks too,
 and a blank and a wrong submission (the first typical wrong answer of each exercise) less.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import grading, notebooks
+from course_tools import grading, notebooks
 from tests import exercise_solutions as sol
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,3 @@
+from course_tools.site.build import main
+
+raise SystemExit(main())

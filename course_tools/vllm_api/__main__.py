@@ -1,0 +1,5 @@
+import sys
+
+from course_tools.vllm_api.cli import main
+
+sys.exit(main())

@@ -1,3 +1,0 @@
-from .build import main
-
-raise SystemExit(main())
