@@ -100,7 +100,9 @@ def main(argv=None) -> int:
           f"{sum(sizes.values())} non-blank non-comment lines; maintainer modules loaded: {len(maint)} {maint}")
     if args.json:
         args.json.write_text(json.dumps({"commit": commit, "modules": sizes, "total": sum(sizes.values()),
-                                         "maintainer_modules": maint}, indent=1))
+                                         "maintainer_modules": maint,
+                                         "by_lab": {lab: sorted(str(p.relative_to(repo)) for p in mods)
+                                                    for lab, mods in per_lab.items()}}, indent=1))
     return 1 if maint else 0
 
 

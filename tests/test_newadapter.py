@@ -12,6 +12,7 @@ import pytest
 
 from course_tools import budget
 from course_utils import newadapter, profiles
+from course_utils.newadapter import child
 from course_utils.newadapter import task, training
 from course_utils.newadapter.task import ExampleError
 from course_utils.replay import session as record
@@ -87,8 +88,8 @@ KNOBS = {"rank": 8, "steps": 200, "target_modules": ["q_proj", "v_proj"]}
 def test_the_job_on_cpu_is_the_tiny_worlds():
     job = training.job(profiles.get_profile("tiny"), "stamp", EXAMPLES, **KNOBS)
     assert (job["device"], job["dtype"], job["gradient_checkpointing"]) == ("cpu", "float32", False)
-    assert training.settings(job) == {**training.CPU_TRAIN, "batch_size": 16}
-    assert training.base_name(job) == "course-tiny-qwen2"
+    assert child.settings(job) == {**training.CPU_TRAIN, "batch_size": 16}
+    assert child.base_name(job) == "course-tiny-qwen2"
     assert job["out"] == str(REPO / "build" / "lab08" / "stamp") and job["alpha"] == 16
 
 
@@ -100,12 +101,12 @@ def test_the_job_on_a_gpu_is_the_course_adapters_on_cuda(monkeypatch, tmp_path):
     qwen = profiles.get_profile("qwen7b")
     job = training.job(qwen, "stamp", EXAMPLES[:6] + EXAMPLES[6:], **KNOBS)
     assert (job["device"], job["dtype"], job["gradient_checkpointing"]) == ("cuda", "bfloat16", True)
-    assert training.settings(job) == {k: GPU_TRAIN[k] for k in ("adapter_lr", "batch_size", "threads")}
+    assert child.settings(job) == {k: GPU_TRAIN[k] for k in ("adapter_lr", "batch_size", "threads")}
     assert job["steps"] == KNOBS["steps"]       # the lab's knob, not the course adapters' step count
-    assert training.base_name(job) == BASE_NAME and job["base"] == qwen.base_model
+    assert child.base_name(job) == BASE_NAME and job["base"] == qwen.base_model
     rehearsal = training.job(profiles.get_profile("rehearsal"), "stamp", EXAMPLES, **KNOBS)
     assert (rehearsal["device"], rehearsal["gradient_checkpointing"]) == ("cpu", True)   # the GPU branch, on CPU
-    assert training.settings(rehearsal)["threads"] == training.CPU_TRAIN["threads"]
+    assert child.settings(rehearsal)["threads"] == training.CPU_TRAIN["threads"]
 
 
 def test_the_child_on_cuda_refuses_a_machine_without_one(tmp_path):
@@ -119,7 +120,7 @@ def test_the_child_on_cuda_refuses_a_machine_without_one(tmp_path):
            "dtype": "bfloat16", "out": str(tmp_path / "out")}
     (tmp_path / "job.json").write_text(json.dumps(job))
     with pytest.raises(training.TrainingError, match="看不到 CUDA GPU"):
-        training._child(str(tmp_path / "job.json"))
+        child._child(str(tmp_path / "job.json"))
 
 
 @pytest.mark.live
@@ -168,7 +169,7 @@ def test_the_training_child_runs_with_deterministic_cublas(monkeypatch, tmp_path
     monkeypatch.setattr(trainer, "train_adapter", train_adapter)
     job = {**training.job(profiles.get_profile("tiny"), "stamp", EXAMPLES, **KNOBS), "out": str(tmp_path / "out")}
     (tmp_path / "job.json").write_text(json.dumps(job))
-    assert training._child(str(tmp_path / "job.json")) == 0
+    assert child._child(str(tmp_path / "job.json")) == 0
     assert seen["env"] == ":4096:8", "the training child trains without deterministic cuBLAS"
     assert trainer.DETERMINISTIC_CUBLAS == {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}  # one setting, train_adapters uses it
 

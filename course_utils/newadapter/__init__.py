@@ -2,6 +2,7 @@
 
 - :mod:`.task`: the task (the archive's date stamp), its held-out set, the checker, the examples' validation;
 - :mod:`.training`: training in a child process (the course's peft trainer), with progress and the loss curve;
+  :mod:`.child` is that process (the kernel never imports it);
 - :mod:`.check`: the pre-check of the new folder (rank against ``--max-lora-rank``, the base's fingerprint);
 - :mod:`.estimate`: the loop's time on a 4090 with the 7B base (estimates, from ``data/configs``).
 """

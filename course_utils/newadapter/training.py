@@ -1,6 +1,6 @@
 """Training Lab 08's adapter in a child process, with a progress bar and the loss of every step.
 
-The kernel starts ``python -m course_utils.newadapter.training <job.json>`` (:func:`train`); the child trains
+The kernel starts ``python -m course_utils.newadapter.child <job.json>`` (:func:`train`); the child trains
 with the course's trainer (:func:`course_tools.tinyworld.trainer.train_adapter`, a peft LoRA), prints one
 ``PROGRESS`` line per step and a ``RESULT`` line, writes the adapter and exits. The kernel never imports
 torch for it: on a 4090 the child holds the card while it trains and gives all of it back when it exits,
@@ -16,12 +16,10 @@ Read mode replays the recorded run (its loss curve, its figures); no adapter is 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from .. import processes
@@ -94,7 +92,7 @@ def _train(prof, name, examples, rank, steps, target_modules, show=None) -> dict
     job_file, log = OUT / f"{name}.job.json", OUT / f"{name}.train.log"
     job_file.write_text(json.dumps({**spec, "out": str(tmp)}, indent=1))
     t0 = time.monotonic()
-    child = processes.start([sys.executable, "-m", "course_utils.newadapter.training", str(job_file)],
+    child = processes.start([sys.executable, "-m", "course_utils.newadapter.child", str(job_file)],
                             stdout=subprocess.PIPE, text=True,
                             die_with_parent=True, cwd=str(REPO))
     losses, result = [], None
@@ -177,53 +175,3 @@ def progress_bar(steps: int):
             bar.close()
 
     return show
-
-
-# --- the child: it may use the maintainers' tools (course_tools), the kernel never imports them ----------
-def settings(spec: dict) -> dict:
-    """The trainer's learning rate, batch and threads for a job: the tiny world's on CPU; on a GPU (or the
-    rehearsal, GPU-shaped on CPU) those of the course's Qwen adapters (course_tools/gpu/train_adapters.py)."""
-    from course_tools.gpu.train_adapters import GPU_TRAIN
-
-    chosen = {k: GPU_TRAIN[k] for k in CPU_TRAIN} if spec["recipe"] == "gpu" else dict(CPU_TRAIN)   # steps: a knob
-    if spec["device"] == "cpu":
-        chosen["threads"] = CPU_TRAIN["threads"]
-    chosen["batch_size"] = min(chosen["batch_size"], len(spec["pairs"]))
-    return chosen
-
-
-def base_name(spec: dict) -> str:
-    """The name written into adapter_config.json instead of a local path."""
-    from course_tools.gpu.train_adapters import BASE_NAME as QWEN_NAME
-    from course_tools.tinyworld.trainer import BASE_NAME as TINY_NAME
-
-    return TINY_NAME if spec["tiny_world"] else QWEN_NAME
-
-
-def _child(job_file: str) -> int:
-    spec = json.loads(Path(job_file).read_text())
-    from course_tools.tinyworld.trainer import AdapterSpec, TrainConfig, deterministic_env, train_adapter
-
-    # deterministic cuBLAS on CUDA (the trainer asks torch for deterministic algorithms), as train_adapters does:
-    # set here, before torch starts cuBLAS
-    os.environ.update(deterministic_env(os.environ))
-    cfg = TrainConfig(adapter_steps=spec["steps"], **settings(spec))
-    lora = AdapterSpec(spec["rank"], spec["alpha"], tuple(spec["target_modules"]))
-
-    def on_loss(step: int, loss: float) -> None:
-        print(PROGRESS + json.dumps({"step": step, "loss": loss}), flush=True)
-
-    if spec["device"] == "cuda":
-        from course_tools.gpu.train_adapters import check_gpu
-
-        check_gpu("cuda")      # the card must be free: a kernel's engine or a server still holding it is named
-    stats = train_adapter(cfg, Path(spec["base"]), spec["name"], Path(spec["out"]), device=spec["device"],
-                          dtype=spec["dtype"], gradient_checkpointing=spec["gradient_checkpointing"],
-                          base_name=base_name(spec), chat=True, spec=lora,
-                          pairs=[tuple(p[:2]) + (tuple(p[2]),) for p in spec["pairs"]], on_loss=on_loss)
-    print(RESULT + json.dumps({**stats, "config": asdict(cfg)}), flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1]))

@@ -20,11 +20,19 @@ from .. import processes
 from ..paths import REPO
 from ..replay.record import replayable
 from . import sockets
-from .driver import MARK, shelf  # noqa: F401  (cluster.shelf: the lab lists the adapter names)
 
+# One JSON answer per line from the driver, after this mark (everything else on its stdout is Ray's).
+MARK = "@@course "
 LOG = REPO / "build" / "lab07" / "driver.log"      # what Ray, Serve and vLLM print in the driver process
 
 _live: dict = {}
+
+
+def shelf(prof, copies: int) -> dict:
+    """Adapter name -> folder: each of the profile's adapters, and copies of it under more names (the lab lists the
+    names; the driver serves them)."""
+    return {(name if c == 0 else f"{name}_{c + 1}"): folder
+            for c in range(copies) for name, folder in prof.adapters.items()}
 
 
 def _ask(op: str, **args):

@@ -31,14 +31,13 @@ from pathlib import Path
 
 from ..loopback import LOOPBACK, LOOPBACK_ENV, bypass_proxy, free_port
 from ..server.command import ENGINE_FLAGS  # the profile's engine settings a server gets, as engine_kwargs
+from .cluster import MARK, shelf  # the protocol's mark and the shelf, as the kernel's side has them
 
 SITE = Path(__file__).resolve().parent / "site"
 RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
            "RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING": "0"}
 LORA_DISK_CACHE = Path("/tmp/ray/llm/lora/cache")   # Ray Serve LLM's adapter download cache (fixed path)
 APP = "scale"
-MARK = "@@course "
-
 _live: dict = {}
 
 
@@ -47,12 +46,6 @@ def worker_env(prof, s3_env: dict) -> dict:
     # engine process off for the in-process tiny engine); Serve's replicas run vLLM's AsyncLLM, which keeps it.
     return {**prof.env, "VLLM_ENABLE_V1_MULTIPROCESSING": "1", **LOOPBACK_ENV, **RAY_ENV, **s3_env,
             "PYTHONPATH": os.pathsep.join(p for p in [str(SITE), os.environ.get("PYTHONPATH", "")] if p)}
-
-
-def shelf(prof, copies: int) -> dict:
-    """Adapter name -> folder: each of the profile's adapters, and copies of it under more names."""
-    return {(name if c == 0 else f"{name}_{c + 1}"): folder
-            for c in range(copies) for name, folder in prof.adapters.items()}
 
 
 def up(profile: str, copies: int, replicas: int, adapters_per_replica: int) -> dict:
