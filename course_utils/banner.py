@@ -3,7 +3,7 @@ run a lab live opens a recording instead."""
 
 from __future__ import annotations
 
-from .paths import REPO
+from .paths import short_path
 from .profiles import Profile, get_profile
 from .replay import session as record
 from .tinyworld.tasks import TASKS
@@ -15,7 +15,7 @@ def banner(profile: Profile, session: record.Session) -> str:
         mode = f"replay (read mode: recorded {p.get('date', '?')} with `{p.get('command', '?')}`)"
         hardware, version = p.get("hardware", "?"), p.get("vllm_version", "?")
     else:
-        mode = "live" + (f" (recording to {session.path.relative_to(REPO)})" if session.recording else "")
+        mode = "live" + (f" (recording to {short_path(session.path)})" if session.recording else "")
         hardware, version = record.hardware_description(), record.installed_vllm_version()
     return "\n".join([
         f"mode:     {mode}",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from .errors import CourseError
@@ -47,6 +48,17 @@ DATA = REPO / "data"
 TINY = DATA / "tiny"
 CONFIGS = DATA / "configs"
 RECORDINGS = DATA / "recordings"
+BUILD = REPO / "build"          # what the labs and targets write (ignored by git)
+
+
+def short_path(path) -> str:
+    """A path as the page shows it: relative to the checkout, so the same wherever the course is checked out. A path
+    from another checkout (a recording made elsewhere) is cut at the course's own folders (``data/tiny``, ``build/
+    lab08``); anything else is shown as it is. The one way the course shows a path."""
+    p = str(path)
+    p = p[len(str(REPO)) + 1:] if p.startswith(str(REPO) + "/") else p
+    m = re.search(r"(?:^|/)((?:data/tiny|build/lab08)/.*)$", p)
+    return m.group(1) if m else p
 
 
 class CheckoutError(CourseError, FileNotFoundError):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from . import memory
 from .engine import flops
-from .paths import REPO
+from .paths import short_path
 from .replay.session import RecordingError, http_cassettes, recording_path
 
 QWEN = "qwen2.5-7b-instruct"
@@ -46,7 +46,7 @@ def load(lab: str, profile: str = "tiny") -> dict:
     """The recording of ``lab`` (its provenance, facts and calls)."""
     path = recording_path(profile, lab)
     if not path.is_file():
-        raise RecordingError(f"自测要引用 {path.relative_to(REPO)}，这个文件不存在；"
+        raise RecordingError(f"自测要引用 {short_path(path)}，这个文件不存在；"
                              f"先录制那一课：`make record PROFILE={profile}`。")
     return json.loads(path.read_text())
 
@@ -211,7 +211,7 @@ def lab04_figures(profile: str = "tiny") -> dict:
                 out[case] = {"status": it["response"]["status"]["code"], "message": msg}
     if not out:
         raise RecordingError(f"自测要引用 Lab 04 录下的拒绝回答，在 "
-                             f"{recording_path(profile, '04_server_lab').relative_to(REPO)} 旁边没有找到；"
+                             f"{short_path(recording_path(profile, '04_server_lab'))} 旁边没有找到；"
                              f"先录制 Lab 04：`make record PROFILE={profile}`。")
     return out
 

@@ -7,6 +7,8 @@ import json
 import pytest
 
 from course_tools.bench import cli as benchcli, loadbench, widebench
+from course_utils import paths
+from course_utils.paths import REPO
 
 
 def _options(p):
@@ -18,20 +20,20 @@ def test_save_writes_what_was_measured_with_the_command(capsys):
 
     def save(res, command):
         saved.append((res, command))
-        return benchcli.REPO / "build" / "x.json"
+        return REPO / "build" / "x.json"
 
     rc = benchcli.main(["--n", "3", "--save"], doc="A bench.\n\nMore.", module="course_utils.engine.x",
-                       recorded=benchcli.REPO / "x.json", what="figures", options=_options,
+                       recorded=REPO / "x.json", what="figures", options=_options,
                        measure=lambda a: {"n": a.n}, save=save)
     assert rc == 0 and saved == [({"n": 3}, "python -m course_utils.engine.x --n 3 --save")]
     assert capsys.readouterr().out == "saved build/x.json\n"
-    assert benchcli.main(["--n", "2"], doc="A bench.", module="m", recorded=benchcli.REPO / "x.json", what="figures",
+    assert benchcli.main(["--n", "2"], doc="A bench.", module="m", recorded=REPO / "x.json", what="figures",
                          options=_options, measure=lambda a: {"n": a.n}, save=save) == 0
     assert len(saved) == 1 and capsys.readouterr().out == ""                  # no --save: nothing written
 
 
 def test_a_reason_not_to_save_is_printed_instead(capsys):
-    rc = benchcli.main(["--save"], doc="A bench.", module="m", recorded=benchcli.REPO / "x.json", what="sweep",
+    rc = benchcli.main(["--save"], doc="A bench.", module="m", recorded=REPO / "x.json", what="sweep",
                        options=_options, measure=lambda a: 1, save=lambda res, command: pytest.fail("saved"),
                        unsaved=lambda a: "a subset")
     assert rc == 0 and capsys.readouterr().out == "not saved: a subset\n"
@@ -39,7 +41,7 @@ def test_a_reason_not_to_save_is_printed_instead(capsys):
 
 def test_by_default_the_recording_gets_its_provenance(tmp_path, monkeypatch, capsys):
     pytest.importorskip("torch")                                  # the provenance names torch's threads
-    monkeypatch.setattr(benchcli, "REPO", tmp_path)
+    monkeypatch.setattr(paths, "REPO", tmp_path)
     benchcli.main(["--save"], doc="A bench.", module="course_utils.engine.x", recorded=tmp_path / "cpu" / "x.json",
                   what="figures", options=_options, measure=lambda a: {"median": {"base": 2.0}})
     rec = json.loads((tmp_path / "cpu" / "x.json").read_text())

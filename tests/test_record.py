@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from course_utils.paths import REPO
 from course_utils.replay import keys
 from course_utils.replay import session as record
 from course_utils.replay.keys import Key
@@ -94,11 +95,11 @@ def test_corrupt_or_foreign_recording(recordings):
 
 def test_paths_are_portable(recordings):
     s = Session("lab", "tiny", "live", recording=True)
-    s.run(Key("load", {"path": str(record.REPO / "data" / "x")}), lambda: str(record.REPO / "y"))
+    s.run(Key("load", {"path": str(REPO / "data" / "x")}), lambda: str(REPO / "y"))
     data = json.loads((recordings / "tiny" / "lab.json").read_text())
     assert data["calls"][0]["args"] == {"path": "$REPO/data/x"} and data["calls"][0]["result"] == "$REPO/y"
     replay = Session("lab", "tiny", "replay")
-    assert replay.run(Key("load", {"path": str(record.REPO / "data" / "x")}), None) == str(record.REPO / "y")
+    assert replay.run(Key("load", {"path": str(REPO / "data" / "x")}), None) == str(REPO / "y")
 
 
 def test_live_without_recording_writes_nothing(recordings):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from course_utils import selftest
+from course_utils import paths, selftest
 from course_utils.replay import session
 
 
@@ -49,7 +49,7 @@ def test_lab04_figures_read_the_refusals(tmp_path, monkeypatch):
 
 def test_lab04_figures_say_what_to_record(tmp_path, monkeypatch):
     monkeypatch.setattr(selftest, "recording_path", lambda profile, lab: tmp_path / f"{lab}.json")
-    monkeypatch.setattr(selftest, "REPO", tmp_path)
+    monkeypatch.setattr(paths, "REPO", tmp_path)             # the message shows the path relative to the checkout
     with pytest.raises(session.RecordingError, match="make record PROFILE=fake"):
         selftest.lab04_figures("fake")
 

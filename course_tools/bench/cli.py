@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from course_utils.paths import REPO
+from course_utils.paths import short_path
 
 
 def command_line(module: str, argv=None) -> str:
@@ -40,5 +40,5 @@ def main(argv, *, doc: str, module: str, recorded: Path, what: str,
 
         command = command_line(module, argv)
         path = save(res, command) if save else save_run(res, command, recorded)
-        print(f"saved {path.relative_to(REPO)}")
+        print(f"saved {short_path(path)}")
     return 0

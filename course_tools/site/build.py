@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 
 from course_tools.notebooks import read as read_notebook
-from course_utils.paths import REPO
+from course_utils.paths import BUILD, REPO
 from course_utils.replay.session import recording_path
 
 HERE = Path(__file__).resolve().parent
@@ -232,8 +232,8 @@ def build(out: Path, src: Path, repo_url: str | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=REPO / "build" / "site")
-    ap.add_argument("--src", type=Path, default=REPO / "build" / "site-src")
+    ap.add_argument("--out", type=Path, default=BUILD / "site")
+    ap.add_argument("--src", type=Path, default=BUILD / "site-src")
     ap.add_argument("--repo-url", default=default_repo_url(),
                     help="the repository readers are sent to (default: $COURSE_REPO_URL, else an https origin remote)")
     args = ap.parse_args(argv)

@@ -51,7 +51,7 @@ from course_utils.tinyworld.tasks import codebook, codebook_prompt
 from course_tools.tinyworld import grammar
 from course_utils.chat import CHATML_TEMPLATE, render
 from course_utils.adapters import write_base_identity
-from course_utils.paths import REPO, TINY
+from course_utils.paths import BUILD, TINY
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 BASE_NAME = "course-tiny-qwen2"
@@ -496,7 +496,7 @@ def make_rank_sweep(cfg: TrainConfig, world: Path) -> dict:
 
 def sibling_base_dir(out: Path) -> Path:
     """Where the sibling base goes: build/ for the shipped world (never committed), else beside ``out``."""
-    return REPO / "build" / "tiny-sibling-base" if out.resolve() == TINY.resolve() else out / "sibling-base"
+    return BUILD / "tiny-sibling-base" if out.resolve() == TINY.resolve() else out / "sibling-base"
 
 
 def build(out: Path, cfg: TrainConfig) -> dict:

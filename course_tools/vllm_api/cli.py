@@ -9,7 +9,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from course_utils.paths import REPO
+from course_utils.paths import BUILD
 from course_tools.vllm_api.course import collect
 from course_tools.vllm_api.names import SHOWN_ABSENT
 from course_tools.vllm_api.tree import Tree
@@ -36,7 +36,7 @@ def installed_root() -> Path:
     return Path(list(spec.submodule_search_locations)[0]).parent
 
 
-def wheel_source(version: str, cache: Path = REPO / "build") -> Path:
+def wheel_source(version: str, cache: Path = BUILD) -> Path:
     """The ``.py`` files of the ``vllm==version`` wheel, unpacked under ``cache/vllm-<version>/src``.
 
     Downloaded once with ``pip download --no-deps`` (about 300 MB; pip's own cache makes a repeat

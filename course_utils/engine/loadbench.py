@@ -13,10 +13,10 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from ..paths import RECORDINGS, REPO
+from ..paths import BUILD, RECORDINGS
 
 RECORDED = RECORDINGS / "cpu" / "lora_load.json"
-ADAPTER_DIR = REPO / "build" / "load-adapters"
+ADAPTER_DIR = BUILD / "load-adapters"
 TINY_RANKS = (8, 32, 64, 128, 256)
 WIDE_RANKS = (8, 16, 32, 64, 128)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..paths import RECORDINGS, REPO
+from ..paths import BUILD, RECORDINGS
 
-WIDE_DIR = REPO / "build" / "wide-qwen2"
+WIDE_DIR = BUILD / "wide-qwen2"
 RECORDED = RECORDINGS / "cpu" / "lora_e2e.json"
 # Qwen2.5-1.5B's widths (its config.json), 2 layers, the tiny world's 1024-token vocabulary.
 WIDE = {"hidden_size": 1536, "intermediate_size": 8960, "num_attention_heads": 12, "num_key_value_heads": 2,

@@ -25,15 +25,14 @@ from pathlib import Path
 from .. import processes
 from ..arch import quantization
 from ..errors import TrainingError
-from ..paths import REPO
+from ..paths import BUILD, REPO, short_path
 from ..profiles import Profile
 from ..replay import keys
 from ..replay.record import recorded
 from ..replay.session import active
-from ..server.http import short_path
 from . import task
 
-OUT = REPO / "build" / "lab08"
+OUT = BUILD / "lab08"
 PROGRESS, RESULT = "PROGRESS ", "RESULT "
 # Learning rate and batch: the tiny world's adapters on CPU; on a GPU those of the course's Qwen adapters
 # (course_tools/gpu/train_adapters.py, GPU_TRAIN).

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import CourseError, course_error_classes
-from ..paths import RECORDINGS, REPO, require_checkout
+from ..paths import RECORDINGS, require_checkout, short_path
 from .keys import Key
 from .portable import localize, portable, portable_body
 
@@ -136,13 +136,6 @@ def recording_path(profile: str, lab: str) -> Path:
 def http_cassettes(profile: str, lab: str) -> list[Path]:
     """The HTTP cassettes a recording of ``lab`` made, one per notebook cell that talked to a server."""
     return sorted(recording_path(profile, lab).parent.glob(f"{lab}.http-*.yaml"))
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.relative_to(REPO))
-    except ValueError:
-        return str(path)
 
 
 def hardware_description() -> str:
@@ -249,27 +242,27 @@ class Session:
             folder = self.path.parent
             have = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
             what = (f"配置 {self.profile!r} 有这些录制：{', '.join(have)}" if have
-                    else f"{_shown(folder.parent)} 里没有配置 {self.profile!r} 的录制")
+                    else f"{short_path(folder.parent)} 里没有配置 {self.profile!r} 的录制")
             raise RecordingError(
-                f"阅读模式需要 {_shown(self.path)}，这个文件不存在（{what}）。"
+                f"阅读模式需要 {short_path(self.path)}，这个文件不存在（{what}）。"
                 f"在能现场运行的机器上打开录制跑一遍这一课就有了：`make record PROFILE={self.profile}`"
                 f"（或者用随仓库提供的录制：COURSE_PROFILE=tiny）。")
-        fix = (f"用 `git checkout -- {_shown(self.path)}` 恢复它，或用 "
+        fix = (f"用 `git checkout -- {short_path(self.path)}` 恢复它，或用 "
                f"`make record PROFILE={self.profile}` 重新录制。")
         try:
             data = json.loads(self.path.read_text())
         except ValueError as e:
-            raise RecordingError(f"{_shown(self.path)} 损坏了（{e}）。{fix}") from None
+            raise RecordingError(f"{short_path(self.path)} 损坏了（{e}）。{fix}") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             found = data.get("format") if isinstance(data, dict) else type(data).__name__
-            raise RecordingError(f"{_shown(self.path)} 是另一种格式（{found!r}；这份代码读的是 "
+            raise RecordingError(f"{short_path(self.path)} 是另一种格式（{found!r}；这份代码读的是 "
                                  f"format {FORMAT}）。{fix}")
         try:
             self.provenance, self.facts, self.calls = data["provenance"], data.get("facts", {}), data["calls"]
             for c in self.calls:
                 self._index.setdefault(c["key"], []).append(c)
         except (KeyError, TypeError) as e:
-            raise RecordingError(f"{_shown(self.path)} 缺少 {e}（format {FORMAT}）。{fix}") from None
+            raise RecordingError(f"{short_path(self.path)} 缺少 {e}（format {FORMAT}）。{fix}") from None
 
     def _save(self):
         data = {"format": FORMAT, "provenance": self.provenance, "facts": self.facts, "calls": self.calls}
@@ -314,7 +307,7 @@ class Session:
         what = f"这次 {key.kind} 调用{f'（{key.describe}）' if key.describe else ''}"
         if not entries:
             raise ReplayMiss(
-                f"阅读模式：{what}没有录制（not recorded）。录制 {_shown(self.path)} 里只有录制那次这一课发出的调用；"
+                f"阅读模式：{what}没有录制（not recorded）。录制 {short_path(self.path)} 里只有录制那次这一课发出的调用；"
                 f"改过的输入没有录下的回答。想真的运行它，就装上现场运行的环境（在有 vLLM 的机器上 `make setup`；"
                 f"CPU 上用 tiny 模型），设 COURSE_MODE=live，再运行这一课。")
         in_cell = [e for e in entries if e.get("cell") == self.cell]
@@ -340,7 +333,7 @@ class Session:
         """A value read from the live installation (a default, a version), kept for read mode."""
         if self.mode == "replay":
             if name not in self.facts:
-                raise ReplayMiss(f"阅读模式：{_shown(self.path)} 里没有录下 {name!r} 这一项（not recorded）；"
+                raise ReplayMiss(f"阅读模式：{short_path(self.path)} 里没有录下 {name!r} 这一项（not recorded）；"
                                  f"用 `make record PROFILE={self.profile}` 重新录制。")
             return localize(self.facts[name])
         value = fn()

@@ -17,13 +17,13 @@ import sys
 import time
 
 from .. import processes
-from ..paths import REPO
+from ..paths import BUILD, REPO
 from ..replay.record import replayable
 from . import sockets
 
 # One JSON answer per line from the driver, after this mark (everything else on its stdout is Ray's).
 MARK = "@@course "
-LOG = REPO / "build" / "lab07" / "driver.log"      # what Ray, Serve and vLLM print in the driver process
+LOG = BUILD / "lab07" / "driver.log"      # what Ray, Serve and vLLM print in the driver process
 
 _live: dict = {}
 

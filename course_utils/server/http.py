@@ -3,18 +3,17 @@
 :class:`RequestsTransport` lets the lab's HTTP recording (vcrpy, one
 cassette per cell: :meth:`course_utils.replay.session.Session.record_http`) see the
 openai client's calls; :func:`shell` runs a command such as curl against a server
-and records its output; :func:`short_path` shortens a path for the page.
+and records its output; ``short_path`` (:func:`course_utils.paths.short_path`) shortens a path for the page.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from typing import TYPE_CHECKING
 
 from ..loopback import bypass_proxy
-from ..paths import REPO
+from ..paths import REPO, short_path  # noqa: F401  (cu.server.short_path: the labs show paths with it)
 from ..replay import keys
 from ..replay.record import recorded
 
@@ -75,8 +74,3 @@ def shell(command: str, srv: Server, label: str = "shell") -> str:
     return out.stdout
 
 
-def short_path(p: str) -> str:
-    """A path for the page: relative to the repository (the same wherever the course is checked out)."""
-    p = str(p).replace(str(REPO) + "/", "")
-    m = re.search(r"(?:^|/)((?:data/tiny|build/lab08)/.*)$", p)
-    return m.group(1) if m else p
