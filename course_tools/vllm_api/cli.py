@@ -95,7 +95,7 @@ def main(argv=None) -> int:
     missing = [r for r in rows if r["status"] == "MISSING"]
     shown = rows if args.all else missing + [r for r in rows if r["status"] == "shown absent"]
     width = max((len(r["name"]) for r in shown), default=4)
-    print(f"vLLM {tree.version()} at {tree.root}: {len(rows)} names used by the labs and course_utils")
+    print(f"vLLM {tree.version()} at {tree.root}: {len(rows)} names used by the labs, course_utils and course_tools")
     for r in shown:
         print(f"  {r['status']:<12} {r['kind']:<8} {r['name']:<{width}}  used in {r['where']}"
               + (f"  ({r['note']})" if r["note"] else ""))

@@ -294,7 +294,7 @@ def collect_code(repo: Path = REPO) -> dict:
     """Every vLLM name the labs, ``course_utils/``, ``course_tools/``, ``autodl/*.sh`` and the Makefile use: {(kind, name): Use}."""
     uses: dict = {}
     python = [(str(p.relative_to(repo)), p.read_text(encoding="utf-8")) for p in sorted(
-        (repo / "course_utils").rglob("*.py"), (repo / "course_tools").rglob("*.py")) if "standins" not in p.parts and "vllm_api" not in p.parts]
+        [*(repo / "course_utils").rglob("*.py"), *(repo / "course_tools").rglob("*.py")]) if "standins" not in p.parts and "vllm_api" not in p.parts]
     labs = [(f"labs/{p.name}", *_lab_code(p)) for p in sorted((repo / "labs").glob("[0-9]*.ipynb"))]
     python += [(where, code) for where, code, _ in labs]
     python += [(f"labs/{p.name}", p.read_text(encoding="utf-8")) for p in sorted((repo / "labs").glob("*.py"))]
