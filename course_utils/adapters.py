@@ -407,9 +407,9 @@ def read_adapter(path: str | Path, name: str | None = None) -> AdapterInfo:
     mode can show it where the folder is not: a 4090 profile's adapters on a reader's machine. Where the
     folder is there, read mode reads it like live mode does.
     """
-    from .replay import session as record   # the adapters module has no other tie to the labs
+    from .replay import session   # the adapters module has no other tie to the labs
 
-    s = record.active()
+    s = session.active()
     if s is not None and (s.recording or (s.mode == "replay" and not Path(path).is_dir())):
         data = s.fact(f"adapter {name or Path(path).name}", lambda: asdict(_read_adapter(path, name)))
         return AdapterInfo(**data)

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from .paths import short_path
 from .profiles import Profile, get_profile
-from .replay import session as record
+from .replay import session
+from .replay.session import Session
 from .tinyworld.tasks import TASKS
 
 
-def banner(profile: Profile, session: record.Session) -> str:
+def banner(profile: Profile, session: Session) -> str:
     if session.mode == "replay":
         p = session.provenance
         mode = f"replay (read mode: recorded {p.get('date', '?')} with `{p.get('command', '?')}`)"
         hardware, version = p.get("hardware", "?"), p.get("vllm_version", "?")
     else:
         mode = "live" + (f" (recording to {short_path(session.path)})" if session.recording else "")
-        hardware, version = record.hardware_description(), record.installed_vllm_version()
+        hardware, version = session.hardware_description(), session.installed_vllm_version()
     return "\n".join([
         f"mode:     {mode}",
         f"profile:  {profile.name}: {profile.description}",
@@ -56,7 +57,7 @@ def no_recording_notice(prof: Profile, lab: str) -> str | None:
     """Read mode on a profile that has no recording of ``lab`` (a reader whose machine has an NVIDIA card and
     the base install selects qwen7b; only the tiny world's recordings ship): the lab shows the tiny recording
     and says so, instead of stopping at its first cell."""
-    if prof.name == "tiny" or record.recording_path(prof.name, lab).is_file():
+    if prof.name == "tiny" or session.recording_path(prof.name, lab).is_file():
         return None
     return "\n".join([
         (f"读模式：配置 {prof.name!r} 没有 {lab} 的录制（随仓库提供的是 tiny 配置的录制；"

@@ -14,7 +14,7 @@ from .loopback import bypass_proxy
 from .mode import detect_mode, use_replay_vllm
 from .profiles import Profile, apply_env, get_profile
 from .quiet import quiet_libraries
-from .replay import session as record
+from .replay import session
 
 
 def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: str | None = None) -> Profile:
@@ -57,16 +57,16 @@ def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: s
 
             one_engine_per_card(prof)
     recording = os.environ.get("COURSE_RECORD") == "1"
-    session = record.active()
-    if session is None or not session.same_lab(lab, prof.name, mode, recording):
-        session = record.set_current(record.Session(lab, prof.name, mode, recording=recording))
+    current = session.active()
+    if current is None or not current.same_lab(lab, prof.name, mode, recording):
+        current = session.set_current(session.Session(lab, prof.name, mode, recording=recording))
         if mode == "replay":
             use_replay_vllm()
-        elif session.recording:
+        elif current.recording:
             from .replay import vllm_calls
 
-            session.on_close(vllm_calls.instrument())
-            vllm_calls.record_facts(session)
+            current.on_close(vllm_calls.instrument())
+            vllm_calls.record_facts(current)
     if not quiet:
-        print(_banner.banner(prof, session))
+        print(_banner.banner(prof, current))
     return prof

@@ -257,8 +257,6 @@ ALLOWED: dict[str, str] = {
         'GPU: names the CUDA device when torch.cuda.is_available() (from nvidia-smi, free.describe_gpu, so CUDA stays uninitialised; unit-tested with the stand-in nvidia-smi in tests/test_gpu_free.py)',
     'course_utils/replay/session.py::installed_vllm_version':
         "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",
-    'course_tools/stale.py::_shown':
-        "CPU branch no measured process took (2 lines; first: 'except ValueError:'): an edge or error path a unit test could take",
     'course_tools/stale.py::main':
         'CPU branch no measured process took (3 lines; first: \'print(profile, " ".join(current))\'): an edge or error path a unit test could take',
     'course_tools/stale.py::other_profile_report':

@@ -13,7 +13,7 @@ import pytest
 from course_utils import adapters
 from course_utils.errors import CourseError, TrainingError, course_error_classes
 from course_utils.paths import PACKAGE, REPO
-from course_utils.replay import session as record
+from course_utils.replay import session
 from course_utils.replay.keys import Key
 from course_utils.replay.session import ReplayedError, ReplayMiss, Session
 from course_utils.server.diagnose import ServerError
@@ -113,7 +113,7 @@ def test_read_mode_raises_the_recorded_course_error_as_its_class(monkeypatch, la
     with pytest.raises(cls) as e:
         replay.run(SimpleNamespace(digest=entry["key"], kind=entry["kind"], describe=""), None)
     assert type(e.value) is cls and isinstance(e.value, CourseError) and not isinstance(e.value, ReplayedError)
-    assert str(e.value) == record.localize(entry["error"]["message"])
+    assert str(e.value) == session.localize(entry["error"]["message"])
 
 
 class EngineDeadError(Exception):   # stands for one of vLLM's own exceptions
@@ -155,13 +155,13 @@ def test_recording_keeps_the_class_and_replay_raises_it(recordings):
 
 def test_an_old_recording_with_only_the_class_name():
     """Recordings made before the class was stored: a course class is found by its name, the rest synthesized."""
-    assert type(record.replayed_exception("ServerError", "m")) is ServerError
-    assert isinstance(record.replayed_exception("RuntimeError", "m"), RuntimeError)
-    assert type(record.replayed_exception("Exception", "m")).__mro__[1] is ReplayedError
+    assert type(session.replayed_exception("ServerError", "m")) is ServerError
+    assert isinstance(session.replayed_exception("RuntimeError", "m"), RuntimeError)
+    assert type(session.replayed_exception("Exception", "m")).__mro__[1] is ReplayedError
     # A class of vLLM's that happens to share a course name stays vLLM's.
-    assert not isinstance(record.replayed_exception("ServerError", "m", "vllm.x:ServerError"), CourseError)
+    assert not isinstance(session.replayed_exception("ServerError", "m", "vllm.x:ServerError"), CourseError)
     # A course class that moved: found by its name.
-    assert type(record.replayed_exception("ServerError", "m", "course_utils.gone:ServerError")) is ServerError
+    assert type(session.replayed_exception("ServerError", "m", "course_utils.gone:ServerError")) is ServerError
 
 
 # ---------------------------------------------------------------------------- vLLM's refusal of an adapter

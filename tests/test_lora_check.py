@@ -5,7 +5,7 @@ import pytest
 from course_utils.arch import quantization
 from course_utils.engine import lora_check
 from course_utils.replay.record import replayable
-from course_utils.replay import session as record
+from course_utils.replay import session
 from course_utils.replay.session import ReplayMiss, Session
 
 
@@ -27,9 +27,9 @@ def test_a_check_replays_for_the_same_function_and_refuses_an_edited_one(recordi
         return x + 2
 
     assert check(student, Prof()) == {"value": 1} and runs == [0]       # outside a lab: it just runs
-    record.set_current(Session("05_source_tour", "tiny", "live", recording=True))
+    session.set_current(Session("05_source_tour", "tiny", "live", recording=True))
     assert check(student, Prof(), seed=2) == {"value": 3} and runs == [0, 2]
-    record.set_current(Session("05_source_tour", "tiny", "replay"))
+    session.set_current(Session("05_source_tour", "tiny", "replay"))
     try:
         assert check(student, Prof(), seed=2) == {"value": 3} and runs == [0, 2]   # replayed, not run
         with pytest.raises(ReplayMiss, match="not recorded"):
@@ -38,7 +38,7 @@ def test_a_check_replays_for_the_same_function_and_refuses_an_edited_one(recordi
         with pytest.raises(ReplayMiss, match="not recorded"):
             check(student, Prof(), seed=2)
     finally:
-        record.set_current(None)
+        session.set_current(None)
 
 
 def test_the_printed_checks_show_their_body():
@@ -65,11 +65,11 @@ def test_remove_merged_deletes_live_and_never_in_read_mode(tmp_path, monkeypatch
         raise AssertionError("read mode deleted a folder")
 
     monkeypatch.setattr(lora_check.shutil, "rmtree", refuse)
-    record.set_current(Session("05_source_tour", "tiny", "replay"))
+    session.set_current(Session("05_source_tour", "tiny", "replay"))
     try:
         assert lora_check.remove_merged(REPO / "build" / "05_merged") == ["medical"]   # what the recording holds
     finally:
-        record.set_current(None)
+        session.set_current(None)
 
 
 

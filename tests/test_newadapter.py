@@ -15,7 +15,7 @@ from course_utils import newadapter, profiles
 from course_utils.newadapter import child
 from course_utils.newadapter import task, training
 from course_utils.newadapter.task import ExampleError
-from course_utils.replay import session as record
+from course_utils.replay import session
 from course_utils.replay.record import as_recorded
 from course_utils.replay.session import Session
 
@@ -181,27 +181,27 @@ def test_nothing_is_loaded_where_no_server_runs():
 # --- read mode -----------------------------------------------------------------------------------------------
 
 def test_an_edited_input_in_read_mode_gives_the_recorded_one_and_says_so(recordings, capsys):
-    record.set_current(Session("lab", "tiny", "live", recording=True))
+    session.set_current(Session("lab", "tiny", "live", recording=True))
     assert as_recorded("KNOBS", {"rank": 8, "targets": ("q_proj",)}) == {"rank": 8, "targets": ("q_proj",)}
-    record.set_current(Session("lab", "tiny", "replay"))
+    session.set_current(Session("lab", "tiny", "replay"))
     assert as_recorded("KNOBS", {"rank": 8, "targets": ("q_proj",)}) == {"rank": 8, "targets": ("q_proj",)}
     assert capsys.readouterr().out == ""                       # unchanged (a tuple is the recorded list)
     assert as_recorded("KNOBS", {"rank": 4, "targets": ["q_proj"]}) == {"rank": 8, "targets": ["q_proj"]}
     out = capsys.readouterr().out
     assert "KNOBS 改过了" in out and "not recorded" in out and "COURSE_MODE=live" in out
-    record.set_current(None)
+    session.set_current(None)
     assert as_recorded("KNOBS", 1) == 1                        # outside a lab: just the value
 
 
 def test_the_progress_bar_is_off_in_read_mode(recordings):
     pytest.importorskip("tqdm")
-    record.set_current(Session("lab", "tiny", "live", recording=True))
+    session.set_current(Session("lab", "tiny", "live", recording=True))
     show = training.progress_bar(2)
     show(1, 0.5)
     show(2, 0.25)
-    record.set_current(Session("lab", "tiny", "replay"))
+    session.set_current(Session("lab", "tiny", "replay"))
     assert training.progress_bar(2) is None
-    record.set_current(None)
+    session.set_current(None)
 
 
 def test_the_budget_counts_lab08s_training(tmp_path):

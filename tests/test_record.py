@@ -6,7 +6,7 @@ import pytest
 
 from course_utils.paths import REPO
 from course_utils.replay import keys
-from course_utils.replay import session as record
+from course_utils.replay import session
 from course_utils.replay.keys import Key
 from course_utils.replay.session import RecordingError, ReplayMiss, Session
 
@@ -29,7 +29,7 @@ def test_record_then_replay(recordings):
         replay.run(add(1, 2), None)  # never "the last answer again"
     with pytest.raises(Exception) as e:
         replay.run(Key("boom", {}), None)
-    assert type(e.value).__name__ == "KeyError" and isinstance(e.value, record.ReplayedError)
+    assert type(e.value).__name__ == "KeyError" and isinstance(e.value, session.ReplayedError)
 
 
 def test_rerunning_a_cell_starts_its_count_again(recordings):
@@ -88,7 +88,7 @@ def test_corrupt_or_foreign_recording(recordings):
     path.write_text(json.dumps({"format": 1, "calls": []}))
     with pytest.raises(RecordingError, match="是另一种格式（1；这份代码读的是 format 2）"):
         Session("lab", "tiny", "replay")
-    path.write_text(json.dumps({"format": record.FORMAT, "calls": []}))
+    path.write_text(json.dumps({"format": session.FORMAT, "calls": []}))
     with pytest.raises(RecordingError, match="缺少 'provenance'"):
         Session("lab", "tiny", "replay")
 
@@ -119,7 +119,7 @@ def test_keys_leave_out_cosmetic_settings_and_labels():
 def test_replayable_records_plain_calls_only(recordings):
     from course_utils.replay.record import replayable
 
-    record.set_current(Session("lab", "tiny", "live", recording=True))
+    session.set_current(Session("lab", "tiny", "live", recording=True))
     calls = []
 
     @replayable
@@ -130,9 +130,9 @@ def test_replayable_records_plain_calls_only(recordings):
     assert check(3) == {"seed": 3} and calls == [3]
     with pytest.raises(TypeError, match="plain arguments"):
         check(object())
-    record.set_current(Session("lab", "tiny", "replay"))
+    session.set_current(Session("lab", "tiny", "replay"))
     assert check(3) == {"seed": 3} and calls == [3]  # replayed, not run
-    record.set_current(None)
+    session.set_current(None)
 
 
 def test_an_install_away_from_the_checkout_says_how_to_point_to_it(tmp_path):
@@ -203,7 +203,7 @@ def test_each_cells_http_is_recorded_and_replayed_in_order(recordings, http_serv
     other = requests.get(url + "/state", timeout=5).json()
     live.leave_cell()
     assert [p.name for p in live.cassettes()] == sorted(
-        f"lab.http-{record.cell_id(c)}.yaml" for c in ("cell with http", "another cell"))
+        f"lab.http-{session.cell_id(c)}.yaml" for c in ("cell with http", "another cell"))
     assert "/load" not in "".join(p.read_text() for p in live.cassettes())   # a recorded call's HTTP stays out
 
     n = hits["n"]

@@ -9,7 +9,7 @@ import pytest
 
 from course_utils import lab
 from course_utils.replay import keys, vllm_calls
-from course_utils.replay import session as record
+from course_utils.replay import session
 from course_utils.replay.keys import Key
 from course_utils.replay.record import recorded
 from course_utils.replay.session import Session
@@ -25,9 +25,9 @@ def _recording(lab_name: str, version: str, max_loras: int) -> None:
     s = Session(lab_name, "tiny", "live", recording=True)
     s.fact(keys.FACT_VLLM_VERSION, lambda: version)
     s.fact(keys.FACT_LORA_CONFIG_DEFAULTS, lambda: {"max_loras": max_loras, "max_lora_rank": 16})
-    record.set_current(s)
+    session.set_current(s)
     plus_one(max_loras)
-    record.set_current(None)
+    session.set_current(None)
 
 
 @pytest.mark.fresh_process
@@ -78,10 +78,10 @@ def live_start(recordings, monkeypatch):
 
 def test_start_twice_neither_wraps_twice_nor_loses_the_recording(live_start, recordings):
     lab.start("lab_a", quiet=True)
-    first = record.active()
+    first = session.active()
     assert plus_one(1) == 2
     lab.start("lab_a", quiet=True)                      # the student runs the first cell again
-    assert record.active() is first and live_start == ["wrap"]
+    assert session.active() is first and live_start == ["wrap"]
     assert plus_one(2) == 3
     replay = Session("lab_a", "tiny", "replay")
     assert [c["result"] for c in replay.calls] == [2, 3]    # both calls kept
@@ -91,7 +91,7 @@ def test_opening_another_lab_or_closing_undoes_the_patches(live_start, recording
     lab.start("lab_a", quiet=True)
     lab.start("lab_b", quiet=True)
     assert live_start == ["wrap", "undo", "wrap"]
-    record.set_current(None)
+    session.set_current(None)
     assert live_start == ["wrap", "undo", "wrap", "undo"]
 
 
@@ -119,21 +119,21 @@ def shell(recordings):
     from IPython.core.interactiveshell import InteractiveShell
 
     ip = InteractiveShell.instance()
-    ip.user_ns.update(plus_one=plus_one, record=record, Session=Session)
+    ip.user_ns.update(plus_one=plus_one, session=session, Session=Session)
     yield ip
-    record.set_current(None)
-    for event, hook in (("pre_run_cell", record._on_pre_run_cell), ("post_run_cell", record._on_post_run_cell)):
+    session.set_current(None)
+    for event, hook in (("pre_run_cell", session._on_pre_run_cell), ("post_run_cell", session._on_post_run_cell)):
         if hook in ip.events.callbacks.get(event, []):
             ip.events.unregister(event, hook)
     InteractiveShell.clear_instance()
 
 
 def test_the_running_cell_comes_from_ipythons_event_and_an_edited_cell_still_replays(shell):
-    shell.run_cell('record.set_current(Session("lab", "tiny", "live", recording=True))')
+    shell.run_cell('session.set_current(Session("lab", "tiny", "live", recording=True))')
     shell.run_cell("x = plus_one(1)")
-    entry = record.active().calls[0]
-    assert entry["cell"] == record.cell_id("x = plus_one(1)") and entry["result"] == 2
-    shell.run_cell('record.set_current(Session("lab", "tiny", "replay"))')
+    entry = session.active().calls[0]
+    assert entry["cell"] == session.cell_id("x = plus_one(1)") and entry["result"] == 2
+    shell.run_cell('session.set_current(Session("lab", "tiny", "replay"))')
     result = shell.run_cell("x = plus_one(1)  # edited by the reader")
     assert result.success and shell.user_ns["x"] == 2                 # one recorded answer: a fact
     result = shell.run_cell("y = plus_one(7)")

@@ -16,7 +16,7 @@ import pytest
 from course_utils.engine import schedtrace
 from course_utils.engine.schedtrace import Trace
 from course_utils.profiles import TINY
-from course_utils.replay import session as record
+from course_utils.replay import session
 
 
 # ---------------------------------------------------------------------------- a fake engine
@@ -102,8 +102,8 @@ def fake_llm(max_loras):
 
 
 @pytest.fixture
-def session(recordings):
-    return record.set_current(record.Session("lab", "tiny", "live", recording=True))
+def lab_session(recordings):
+    return session.set_current(session.Session("lab", "tiny", "live", recording=True))
 
 
 # ---------------------------------------------------------------------------- tests
@@ -142,22 +142,22 @@ def test_json_round_trip():
     assert back.n_steps == tr.n_steps and back.adapters_per_step() == tr.adapters_per_step()
 
 
-def test_run_records_and_replays(session):
+def test_run_records_and_replays(lab_session):
     prompts = [f"p{i}" for i in range(8)]
     live = schedtrace.run(fake_llm(2), prompts, Params(), LORAS, label="live")
     warm = schedtrace.run(fake_llm(2), prompts, Params(), LORAS)  # the same call again: its own entry
     assert live.steps == warm.steps
-    replay = record.set_current(record.Session("lab", "tiny", "replay"))
+    replay = session.set_current(session.Session("lab", "tiny", "replay"))
     assert replay.calls[0]["kind"] == "schedtrace"
     # no engine in read mode: only the key is used
     got = schedtrace.run(SimpleNamespace(_course_key={"fake": 2}), prompts, Params(), LORAS, label="shown")
     assert got.steps == live.steps and got.token_ids() == live.token_ids()
     assert got.seconds == round(live.seconds, 4) and got.label == "shown"
-    with pytest.raises(record.ReplayMiss):
+    with pytest.raises(session.ReplayMiss):
         schedtrace.run(SimpleNamespace(_course_key={"fake": 4}), prompts, Params(), LORAS)
 
 
-def test_run_checks_lengths_and_broadcasts_a_single_request(session):
+def test_run_checks_lengths_and_broadcasts_a_single_request(lab_session):
     with pytest.raises(ValueError, match="2 prompts but 3 lora requests"):
         schedtrace.run(fake_llm(1), ["a", "b"], Params(), [A, B, C])
     tr = schedtrace.run(fake_llm(1), ["a", "b"], Params(), A)
@@ -196,7 +196,7 @@ def test_live_trace_on_the_tiny_model(recordings):
     from course_utils.chat import chat_prompt
     from course_utils.profiles import get_profile
 
-    record.set_current(record.Session("test", "tiny", "live"))
+    session.set_current(session.Session("test", "tiny", "live"))
     prof = get_profile("tiny")
     loras = [LoRARequest(n, i + 1, prof.adapter(n)) for i, n in enumerate(["sql", "support", "medical"])]
     reqs = loras * 2 + [None, None]

@@ -25,7 +25,7 @@ import pytest
 
 from course_utils import processes, profiles, server
 from course_utils.replay import keys
-from course_utils.replay import session as record
+from course_utils.replay import session
 from course_utils.server import Launch, Server, ServerError
 
 psutil = pytest.importorskip("psutil")
@@ -38,7 +38,7 @@ HAVE_TINY = (Path(TINY.base_model) / "config.json").is_file()
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_RUN_DIR", str(tmp_path / "run"))
-    monkeypatch.setattr(record, "_current", None)
+    monkeypatch.setattr(session, "_current", None)
     yield
     server.stop_all()
 
@@ -306,12 +306,12 @@ def test_sigterm_stops_servers_and_chains_the_previous_handler(tmp_path):
 
 
 def test_replay_mode_starts_nothing(monkeypatch):
-    sess = record.Session("x", "tiny", "live", recording=False)
+    sess = session.Session("x", "tiny", "live", recording=False)
     sess.mode = "replay"
     sess._index = {}
     entry = {"command": "python -m ... --port <port>", "ready_seconds": 24.0}
     sess._index[keys.server_start("srv", Server(TINY, label="srv").display_command).digest] = [{"result": entry}]
-    monkeypatch.setattr(record, "_current", sess)
+    monkeypatch.setattr(session, "_current", sess)
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: (_ for _ in ()).throw(AssertionError("started")))
     s = Server(TINY, label="srv").start()
     assert s.replay and s.shown_command == entry["command"] and s.ready_seconds == 24.0

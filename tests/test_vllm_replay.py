@@ -7,13 +7,13 @@ import pytest
 
 from course_utils.paths import TINY
 from course_utils.replay import keys, standin, vllm_calls
-from course_utils.replay import session as record
+from course_utils.replay import session
 from course_utils.replay.session import ReplayMiss, Session
 
 
 @pytest.fixture
-def session(recordings):
-    live = record.set_current(Session("lab", "tiny", "live", recording=True))
+def lab_session(recordings):
+    live = session.set_current(Session("lab", "tiny", "live", recording=True))
     live.facts = {keys.FACT_SAMPLING_DEFAULTS: {f: None for f in keys.SAMPLING_FIELDS} | {"temperature": 1.0,
                                                                                           "max_tokens": 16},
                   keys.FACT_LORA_CONFIG_DEFAULTS: {"max_loras": 1, "max_lora_rank": 16},
@@ -32,11 +32,11 @@ def session(recordings):
     except ValueError:
         pass
     live._save()
-    yield record.set_current(Session("lab", "tiny", "replay"))
-    record.set_current(None)
+    yield session.set_current(Session("lab", "tiny", "replay"))
+    session.set_current(None)
 
 
-def test_generate_replays_outputs(session):
+def test_generate_replays_outputs(lab_session):
     llm = standin.LLM(model="/m", enable_lora=True)
     sp = standin.SamplingParams(temperature=0, max_tokens=8)
     outs = llm.generate(["p0", "p1"], sp, lora_request=[standin.LoRARequest("sql", 1, "/a/sql"), None])
@@ -44,25 +44,25 @@ def test_generate_replays_outputs(session):
     assert outs[0].lora_request.lora_name == "sql" and outs[1].lora_request is None
 
 
-def test_edited_prompt_is_a_miss(session):
+def test_edited_prompt_is_a_miss(lab_session):
     llm = standin.LLM(model="/m", enable_lora=True)
     with pytest.raises(ReplayMiss, match="first prompt 'p0 edited'"):
         llm.generate(["p0 edited", "p1"], standin.SamplingParams(temperature=0, max_tokens=8))
 
 
-def test_other_engine_settings_are_a_miss(session):
+def test_other_engine_settings_are_a_miss(lab_session):
     with pytest.raises(ReplayMiss, match="engine settings"):
         standin.LLM(model="/m", enable_lora=True, max_loras=2)
 
 
-def test_errors_replay_with_their_type(session):
+def test_errors_replay_with_their_type(lab_session):
     llm = standin.LLM(model="/m", enable_lora=True)
-    with pytest.raises(record.ReplayedError) as e:
+    with pytest.raises(session.ReplayedError) as e:
         llm.llm_engine.add_lora(standin.LoRARequest("wide", 9, "/x"))
     assert type(e.value).__name__ == "ValueError" and str(e.value) == "size mismatch"
 
 
-def test_lora_request_checks_like_vllm(session):
+def test_lora_request_checks_like_vllm(lab_session):
     with pytest.raises(ValueError, match="id must be > 0, got 0"):
         standin.LoRARequest("sql", 0, "/a")
     with pytest.raises(ValueError, match="lora_path cannot be empty"):
@@ -83,7 +83,7 @@ def test_keys_recorded_from_real_vllm_are_found_by_the_stand_ins(recordings):
     prof = get_profile("tiny")
     prompts = [chat_prompt(prof, "Write a SQL query: List all airports in Malawi."), chat_prompt(prof, "Hi.")]
 
-    s = record.set_current(Session("keys", "tiny", "live", recording=True))
+    s = session.set_current(Session("keys", "tiny", "live", recording=True))
     s.on_close(vllm_calls.instrument())
     vllm_calls.record_facts(s)
     from vllm import LLM, SamplingParams
@@ -102,7 +102,7 @@ def test_keys_recorded_from_real_vllm_are_found_by_the_stand_ins(recordings):
     assert [c["kind"] for c in data["calls"]] == ["LLM", "add_lora", "generate", "generate"] + ["engine_call"] * 3
     assert data["calls"][2]["users"] == ["Write a SQL query: List all airports in Malawi.", "Hi."]
 
-    record.set_current(Session("keys", "tiny", "replay"))    # closes the recording: vLLM is unwrapped
+    session.set_current(Session("keys", "tiny", "replay"))    # closes the recording: vLLM is unwrapped
     llm = standin.LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=2, **prof.engine_kwargs())
     sql = standin.LoRARequest("sql", 1, prof.adapter("sql"))
     assert llm.llm_engine.add_lora(sql) is True

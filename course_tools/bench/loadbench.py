@@ -118,12 +118,12 @@ def time_load_endpoint(prof, adapters: dict[int, Path], repeats: int = 5) -> dic
 
 def run(repeats: int = 5, server: bool = True, log=print) -> dict:
     from course_utils.profiles import apply_env, get_profile
-    from course_utils.replay import session as record
+    from course_utils.replay import session
     from course_tools.bench.widebench import WIDE, build_wide
 
     tiny = get_profile("tiny")
     apply_env(tiny)
-    record.set_current(record.Session("loadbench", tiny.name, "live", recording=False))
+    session.set_current(session.Session("loadbench", tiny.name, "live", recording=False))
     wide = replace(tiny, name="wide", base_model=str(build_wide() / "base"), adapters={})
     bases = {"tiny": (tiny, TINY_RANKS, "float32"), "wide": (wide, WIDE_RANKS, "bfloat16")}
     out = {}
@@ -145,7 +145,7 @@ def run(repeats: int = 5, server: bool = True, log=print) -> dict:
                                 f"{WIDE['intermediate_size']}, {WIDE['num_hidden_layers']} layers")
                       + f"; adapter files {dtype}, engine {engine_dtype} (vLLM casts the adapter on load)",
                       **res}
-    record.set_current(None)
+    session.set_current(None)
     return {"repeats": repeats, "bases": out}
 
 def main(argv=None) -> int:

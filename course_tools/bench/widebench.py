@@ -92,12 +92,12 @@ def run(n_prompts: int = 32, tokens: int = 32, rounds: int = 3, log=print) -> di
     from course_utils.profiles import apply_env, get_profile
     from course_utils import vllm_patches
     from course_utils.engine import schedtrace
-    from course_utils.replay import session as record
+    from course_utils.replay import session
     from course_utils.engine.bench import workload
 
     prof = get_profile("tiny")
     apply_env(prof)
-    record.set_current(record.Session("widebench", prof.name, "live", recording=False))
+    session.set_current(session.Session("widebench", prof.name, "live", recording=False))
     out = build_wide()
     from vllm import LLM, SamplingParams
     from vllm.lora.request import LoRARequest

@@ -294,7 +294,7 @@ def main(argv=None) -> int:
                     help="one engine at a time (default on GPU)")
     args = ap.parse_args(argv)
 
-    from ..replay import session as record
+    from ..replay import session
     from ..profiles import apply_env, get_profile
 
     prof = get_profile(args.profile)
@@ -307,9 +307,9 @@ def main(argv=None) -> int:
         return 2
     prof.check()
     apply_env(prof)
-    record.set_current(record.Session("bench", prof.name, "live", recording=False))
-    print(f"course_utils.engine.bench: profile {prof.name} ({prof.description}), {record.hardware_description()}, "
-          f"vLLM {record.installed_vllm_version()}")
+    session.set_current(session.Session("bench", prof.name, "live", recording=False))
+    print(f"course_utils.engine.bench: profile {prof.name} ({prof.description}), {session.hardware_description()}, "
+          f"vLLM {session.installed_vllm_version()}")
     res = run_benchmark(prof, args.prompts, args.tokens, args.reps, args.adapters, args.max_lora_rank,
                         args.interleave)
     print(report(res))

@@ -41,7 +41,7 @@ from ..loopback import bypass_proxy, free_port, port_free
 from ..paths import REPO
 from ..profiles import Profile
 from ..replay import keys
-from ..replay import session as record
+from ..replay import session
 from ..replay.record import recorded
 from .command import Launch
 from .diagnose import log_tail, start_failure
@@ -231,10 +231,10 @@ class Server:
 
     # -- life cycle ---------------------------------------------------------
     def start(self) -> Server:
-        session = record.active()
-        if session is not None:
-            session.record_http()
-        if session is not None and session.mode == "replay":
+        sess = session.active()
+        if sess is not None:
+            sess.record_http()
+        if sess is not None and sess.mode == "replay":
             self.replay = True
             self.port = self.port or 8000
         info = self._started()
