@@ -42,7 +42,7 @@ NBVAL := --nbval
 # Run a suite and print its wall time (`make test` prints one line per suite).
 timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
 
-.PHONY: help setup setup-gpu run record test test-engines test-read lint test-unit test-stale test-replay test-live \
+.PHONY: help setup setup-gpu run record test test-engines test-read lint test-unit test-fast test-stale test-replay test-live \
   test-rehearsal coverage-gpu check-vllm-api gpu-check gpu-check-cpu test-nbgrader nbgrader-course test-browser site \
   test-site jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo lab-modules bench-labs bench \
   bench-lora-ops bench-lora-e2e bench-scale bench-lora-load clean
@@ -138,6 +138,11 @@ lint: $(VENV)/.installed  ## ruff check of course_utils, course_tools, tests, la
 # -rs: each skipped test says why, so a test that never runs here does not pass unseen.
 test-unit: $(VENV)/.installed  ## unit tests, the tiny world's quality gate, the trainer's smoke run
 	$(call timed,$(TEST_ENV) $(VENV)/bin/python -m pytest tests -q -rs --durations=20 $(call XDIST,--dist worksteal) --ignore=tests/browser --ignore=tests/grading)
+
+# The tests that start no engine, server, kernel or trainer (markers live and slow: pyproject.toml): the quick loop.
+test-fast: $(VENV)/.installed  ## the unit tests that start no engine, server, kernel or trainer (under 90 s here)
+	$(call timed,$(TEST_ENV) $(VENV)/bin/python -m pytest tests -q -m "not live and not slow" $(call XDIST,--dist worksteal) \
+	  --ignore=tests/browser --ignore=tests/grading)
 
 test-stale: $(READ_VENV)/.installed  ## committed notebooks and recordings must match the code that made them
 	$(call timed,$(READ_VENV)/bin/python -m course_tools.stale --profile $(SHIPPED_PROFILE) --other-profiles $(LABS))

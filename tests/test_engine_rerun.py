@@ -13,7 +13,6 @@ The kernel's ``nvidia-smi`` is a stand-in that counts those same EngineCore proc
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import threading
@@ -91,7 +90,6 @@ class Watcher(threading.Thread):
 
 
 @pytest.mark.live
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
 def test_rerunning_lab01s_engine_cell_releases_the_first_engine_before_the_second_starts(tmp_path):
     lab = notebooks.read(REPO / "labs" / "01_offline_multi_lora.ipynb")
     start_cell, engine_cell = lab.cells[1].source, lab.cells[5].source

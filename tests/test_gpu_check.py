@@ -8,7 +8,6 @@ selected: the report still has all four steps, each with its outcome.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -25,7 +24,6 @@ from course_utils import processes
 from course_tools.notebooks import code_cells
 from course_utils.paths import REPO, TINY
 
-HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 INFO = {"GPU": "NVIDIA GeForce RTX 4090, 580.65.06, 24564 MiB", "vllm": "0.26.0", "torch": "2.11.0"}
 
 
@@ -93,6 +91,7 @@ def test_gpu_only_step_is_skipped_without_cuda_and_starts_nothing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_step_over_its_time_limit_is_stopped_with_everything_it_started(tmp_path, monkeypatch):
     """A real child (it is still importing when its 1 s limit passes): failed, said why, nothing left running."""
     monkeypatch.setitem(STEPS, "tiny", replace(STEPS["tiny"], limit_s=1))
@@ -105,6 +104,7 @@ def test_a_step_over_its_time_limit_is_stopped_with_everything_it_started(tmp_pa
     assert processes.find(tag=started[0].tag) == []
 
 
+@pytest.mark.slow
 def test_a_profile_that_cannot_run_is_a_skipped_step_saying_why(tmp_path):
     """As on a 4090 before the 7B is downloaded: the child's ProfileError, in the report (before vLLM loads)."""
     res = gpu_check.run_step("rows", _args(profile="no-such-profile"), cuda=False, workdir=tmp_path)
@@ -113,7 +113,6 @@ def test_a_profile_that_cannot_run_is_a_skipped_step_saying_why(tmp_path):
 
 # -- the CPU part, for real --------------------------------------------------------------------------
 @pytest.mark.live
-@pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
 @pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
 def test_cpu_part_writes_the_report_and_leaves_nothing(tmp_path):
     """make gpu-check's entry point on this CPU machine: steps 1-3 (step 4 not selected: its engines are minutes

@@ -70,6 +70,7 @@ def _register_kernel_spec(data_dir: Path) -> Path:
     return Path(sys.executable)
 
 
+@pytest.mark.slow
 def test_a_kernel_from_the_registered_spec_launches_vllm_serve_without_path(tmp_path, monkeypatch):
     from jupyter_client.manager import start_new_kernel
 
@@ -114,6 +115,7 @@ def test_make_jupyter_keeps_allow_root_with_the_documented_options():
     assert "--allow-root" not in as_user
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs JupyterLab as root: CI and AutoDL are root, this user is not")
 @pytest.mark.skipif(not (REPO / ".venv" / "bin" / "jupyter").exists(), reason="needs the live venv (make setup)")
 def test_make_jupyter_as_root_with_custom_options_starts():

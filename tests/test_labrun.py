@@ -26,6 +26,7 @@ def notebook(path, *sources):
     return path
 
 
+@pytest.mark.slow
 def test_run_executes_each_cell_in_the_notebooks_folder_and_writes_nbconverts_format(tmp_path, monkeypatch):
     lab = notebook(tmp_path / "labs" / "x.ipynb", "import os\nprint(os.getcwd())",
                    "print(os.environ['LABRUN_SEEN'], '中文')", "1 + 1")
@@ -41,6 +42,7 @@ def test_run_executes_each_cell_in_the_notebooks_folder_and_writes_nbconverts_fo
     assert notebooks.read(lab).cells[1].outputs == []                               # the lab itself is untouched
 
 
+@pytest.mark.slow
 def test_a_failing_cell_stops_the_run_and_writes_nothing(tmp_path):
     lab = notebook(tmp_path / "x.ipynb", "raise ValueError('boom')", "print('never')")
     with pytest.raises(CellExecutionError, match="boom"):
@@ -48,6 +50,7 @@ def test_a_failing_cell_stops_the_run_and_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_record_stamps_what_a_lab_recorded_and_skips_a_lab_that_recorded_nothing(tmp_path, monkeypatch, capsys):
     recs = tmp_path / "recordings"
     monkeypatch.setenv("COURSE_RECORDINGS_DIR", str(recs))
@@ -78,6 +81,7 @@ assert (d / "a.json").is_file() and (d / "b.json").is_file(), "a lab that quotes
 (d / "06_self_test.json").write_text('{"provenance": {}}')"""
 
 
+@pytest.mark.slow
 def test_record_with_jobs_runs_labs_side_by_side_and_the_quoting_lab_last(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("COURSE_RECORDINGS_DIR", str(tmp_path / "recordings"))
     labs = [notebook(tmp_path / "labs" / "06_self_test.ipynb", QUOTES),      # first in the list, run last
@@ -91,6 +95,7 @@ def test_record_with_jobs_runs_labs_side_by_side_and_the_quoting_lab_last(tmp_pa
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["06_self_test.ipynb", "a.ipynb", "b.ipynb"]
 
 
+@pytest.mark.slow
 def test_record_with_jobs_stops_the_others_when_a_lab_fails(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("COURSE_RECORDINGS_DIR", str(tmp_path / "recordings"))
     labs = [notebook(tmp_path / "labs" / "bad.ipynb", "raise ValueError('planted')"),

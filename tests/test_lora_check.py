@@ -126,6 +126,7 @@ def host_loads(monkeypatch):
     return loaded
 
 
+@pytest.mark.slow
 def test_peft_check_and_merge_skip_an_awq_base_before_loading_it(tmp_path, host_loads):
     """C1: on the AWQ base, transformers 5.x asks for gptqmodel (quantizers/quantizer_awq.py), which the course
     does not install. Lab 05's peft comparison and merge must not try: they say, in Chinese, what they skip and
@@ -151,6 +152,7 @@ def test_peft_check_and_merge_skip_an_awq_base_before_loading_it(tmp_path, host_
     assert quantization(prof.base_model) == AWQ_QUANTIZATION and quantization(tmp_path / "merged") is None
 
 
+@pytest.mark.slow
 def test_peft_check_and_merge_free_the_base_they_loaded(tmp_path, host_loads):
     """S7: each call loads the whole base on the host (a bf16 7B: about 15 GB). After the call, returned or
     raised, no model it loaded may survive, even with Python's automatic collection off. A raised call is the

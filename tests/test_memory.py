@@ -7,7 +7,6 @@ Run: ``. .venv/bin/activate && python -m pytest tests/test_memory.py -q``
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -350,7 +349,6 @@ def test_qwen7b_profile_fits_a_4090():
 LIVE_PAIRS = [(1, 8), (2, 16), (4, 64)]
 # max_loras x max_lora_rank x 4 layers x 4,096 (sum of d_in + d_out per layer) x 4 bytes (fp32)
 LIVE_LORA_BYTES = {(1, 8): 262_144, (2, 16): 1_048_576, (4, 64): 8_388_608}  # the 2-layer tiny base
-needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
 needs_tiny = pytest.mark.skipif(tiny_base() is None, reason="no tiny base model (make tiny-world)")
 
 
@@ -362,7 +360,6 @@ def tiny_engine(max_loras: int, max_lora_rank: int):
 
 
 @pytest.mark.live
-@needs_vllm
 @needs_tiny
 @pytest.mark.fresh_process
 def test_live_lora_buffers_and_kv_blocks_match_vllm():
@@ -388,7 +385,6 @@ def test_live_lora_buffers_and_kv_blocks_match_vllm():
 
 
 @pytest.mark.live
-@needs_vllm
 @needs_tiny
 @pytest.mark.fresh_process(VLLM_ENABLE_V1_MULTIPROCESSING="1", VLLM_ALLOW_INSECURE_SERIALIZATION="1")
 def test_live_measure_reaches_a_multiprocess_engine(monkeypatch):

@@ -145,6 +145,7 @@ def training_precheck(folder: Path) -> dict:
     return precheck(profiles.get_profile("tiny"), str(folder), 64)
 
 
+@pytest.mark.slow
 def test_a_failed_child_says_where_its_log_is(monkeypatch, tmp_path):
     monkeypatch.setattr(training, "OUT", tmp_path)
     broken = replace(profiles.get_profile("tiny"), base_model=str(tmp_path / "no-such-base"))

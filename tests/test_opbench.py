@@ -43,8 +43,8 @@ def test_segments_are_slices_when_contiguous_and_skip_no_adapter_rows():
     assert gl.segments(torch.tensor([-1, -1])) == []
 
 
+@pytest.mark.live
 def test_vllm_cpu_ops_match_reference():
-    pytest.importorskip("vllm")
     x, a, b = _case()
     idx = torch.tensor([0, 1, 2, 0, 1, 2])
     out = torch.zeros(6, 12)

@@ -56,6 +56,7 @@ def tag():
         p.kill()
 
 
+@pytest.mark.slow
 def test_reparented_grandchild_that_ignores_sigterm_is_killed(tag):
     env = processes.with_tag(dict(os.environ), tag)
     pgid, grandchild = _orphan(env, new_session=True)
@@ -152,6 +153,7 @@ def test_alive_and_cmdline():
 
 
 # -- the session-wide leak check (tests/conftest.py) ------------------------------------------
+@pytest.mark.slow
 def test_a_session_that_leaves_a_process_fails_and_kills_it(tmp_path):
     (tmp_path / "conftest.py").symlink_to(Path(__file__).with_name("conftest.py"))
     (tmp_path / "test_leaky.py").symlink_to(PROGRAMS / "leaky.py")
@@ -201,6 +203,7 @@ def test_wait_until_returns_the_value_or_says_what_it_waited_for():
     assert e.value.returncode == 3
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
 @pytest.mark.parametrize("die_with_parent", [True, False])
 def test_die_with_parent_ends_the_child_when_its_parent_is_killed(die_with_parent):

@@ -30,6 +30,7 @@ def _recording(lab_name: str, version: str, max_loras: int) -> None:
     session.set_current(None)
 
 
+@pytest.mark.slow
 @pytest.mark.fresh_process
 def test_vllm_imported_before_start_and_two_labs_in_one_kernel(recordings, monkeypatch):
     """Read mode's vllm reads its facts when used: importing it first works, and the second lab shows its own."""
@@ -97,7 +98,6 @@ def test_opening_another_lab_or_closing_undoes_the_patches(live_start, recording
 
 @pytest.mark.live
 def test_the_real_vllm_is_wrapped_while_recording_and_restored_after():
-    pytest.importorskip("vllm")
     import vllm
     from vllm.v1.engine.llm_engine import LLMEngine
 

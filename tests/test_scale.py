@@ -106,6 +106,7 @@ def test_survivors_names_what_still_carries_the_tag():
     assert sockets.survivors(tag, timeout=0.5) == []
 
 
+@pytest.mark.slow
 def test_s3_store_on_loopback_holds_adapters_and_stops():
     pytest.importorskip("moto")
     store = S3Store.start("adapters")
@@ -124,6 +125,7 @@ def test_the_shelf_names_each_adapter_and_its_copies():
     assert names == ["json", "json_2", "medical", "medical_2", "sql", "sql_2", "support", "support_2"]
 
 
+@pytest.mark.slow
 def test_a_driver_that_dies_at_start_gives_a_clear_error_and_leaves_nothing(monkeypatch):
     real_popen = subprocess.Popen
 

@@ -6,7 +6,6 @@ Fast tests drive a small fake engine that schedules like vLLM's V1 scheduler
 """
 
 import enum
-import importlib.util
 import json
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -186,7 +185,6 @@ def test_gantt_draws_one_panel_per_trace():
 
 # ---------------------------------------------------------------------------- live
 @pytest.mark.live
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
 @pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
 @pytest.mark.fresh_process
 def test_live_trace_on_the_tiny_model(recordings):

@@ -16,6 +16,7 @@ from course_utils.paths import REPO
 SCRIPT = REPO / "labs" / "multi_lora_offline.py"
 
 
+@pytest.mark.live
 def test_runs_live_on_the_tiny_profile():
     env = {**os.environ, "COURSE_PROFILE": "tiny", "VLLM_HOST_IP": "127.0.0.1"}
     env.pop("TQDM_DISABLE", None)   # the program as written: generate() with vLLM's default progress bar

@@ -10,7 +10,6 @@ process carrying its tag. Every test only ever kills processes it started.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -31,7 +30,6 @@ from course_utils.server import Launch, Server, ServerError
 psutil = pytest.importorskip("psutil")
 
 TINY = profiles.get_profile("tiny")
-HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 HAVE_TINY = (Path(TINY.base_model) / "config.json").is_file()
 
 
@@ -213,6 +211,7 @@ def test_with_block_stops_the_whole_group():
     _nothing_left(s, before)
 
 
+@pytest.mark.slow
 def test_a_cell_run_again_stops_the_server_of_the_same_label_first(capsys):
     """A lab cell ``main = Server(..., label="lab08"); main.start()`` run twice: the first server does not linger."""
     before = _children()
@@ -229,6 +228,7 @@ def test_a_cell_run_again_stops_the_server_of_the_same_label_first(capsys):
     _nothing_left(first, before)
 
 
+@pytest.mark.slow
 def test_failed_start_shows_tail_and_cause_and_leaves_nothing(monkeypatch):
     before = _children()
     monkeypatch.setenv("FAKE_MODE", "rank")
@@ -240,6 +240,7 @@ def test_failed_start_shows_tail_and_cause_and_leaves_nothing(monkeypatch):
     _nothing_left(s, before)
 
 
+@pytest.mark.slow
 def test_timeout_stops_a_hanging_server():
     before = _children()
     s = FakeServer(TINY, ready_timeout=2, env={"FAKE_MODE": "hang"})
@@ -320,8 +321,7 @@ def test_replay_mode_starts_nothing(monkeypatch):
 
 
 # -- real servers (vLLM, tiny profile) --------------------------------------------------------
-live = [pytest.mark.live, pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed"),
-        pytest.mark.skipif(not HAVE_TINY, reason="no tiny base model (make tiny-world)")]
+live = [pytest.mark.live, pytest.mark.skipif(not HAVE_TINY, reason="no tiny base model (make tiny-world)")]
 
 
 def _mark(f):
@@ -468,6 +468,7 @@ def test_a_server_tells_its_lora_settings_without_starting():
     assert Server(TINY, label="defaults").max_loras == TINY.max_loras
 
 
+@pytest.mark.slow
 def test_on_a_busy_card_a_taken_port_is_reported_as_the_port(tmp_path, monkeypatch):
     """Lab 04's port clash on a 4090 whose memory the lab's own main server holds: vLLM binds its port before it
     builds the engine (0.26.0), so the start fails on the port; the free-memory check must not speak first and
@@ -507,6 +508,7 @@ def _dead_proxy(monkeypatch) -> str:
     return dead
 
 
+@pytest.mark.slow
 def test_a_proxy_in_the_kernels_environment_does_not_come_between_it_and_its_server(monkeypatch):
     """The health wait (requests), the openai client (srv.client()) and the curl helper (server.shell) all
     reach the server on 127.0.0.1 although http_proxy/https_proxy point at a dead proxy."""
@@ -578,6 +580,7 @@ def test_a_gpu_profile_waits_longer_for_a_cold_start_than_the_cpu(monkeypatch, t
     assert Server(TINY, label="asked", ready_timeout=20).ready_timeout == 20
 
 
+@pytest.mark.slow
 def test_a_slow_start_on_a_gpu_profile_says_once_that_it_is_still_loading(monkeypatch, tmp_path, capsys):
     from course_utils.server import process
 

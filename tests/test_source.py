@@ -1,6 +1,5 @@
 """The source locator of Lab 05 (course_utils.engine.source), the lab's from-scratch LoRA layer, the FLOP model."""
 
-import importlib.util
 import json
 import sys
 import textwrap
@@ -104,7 +103,7 @@ def test_located_round_trips_through_json():
     assert again == loc
 
 
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed (read mode)")
+@pytest.mark.live
 def test_the_installed_vllm():
     assert source.locate("vllm.lora.request", "LoRARequest").status == "found"
     loc = source.locate("vllm.lora.model_manager", "LoRAModelManager.max_loras")

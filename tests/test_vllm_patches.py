@@ -8,7 +8,6 @@ from course_utils import vllm_patches
 from course_utils.paths import TINY
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
-needs_vllm = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
 needs_tiny = pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(),
                                 reason="no tiny base model (make tiny-world)")
 
@@ -35,7 +34,7 @@ def test_rows_with_index_minus_one_get_no_delta():
         assert torch.equal(off, shipped)
 
 
-@needs_vllm
+@pytest.mark.live
 def test_the_entry_point_is_declared_and_installs_on_cpu():
     from importlib.metadata import entry_points
 
@@ -45,7 +44,6 @@ def test_the_entry_point_is_declared_and_installs_on_cpu():
 
 
 @pytest.mark.live
-@needs_vllm
 @needs_tiny
 @pytest.mark.fresh_process
 def test_base_rows_right_after_slot_reuse_offline():
@@ -83,7 +81,6 @@ def test_base_rows_right_after_slot_reuse_offline():
 
 
 @pytest.mark.live
-@needs_vllm
 @needs_tiny
 def test_base_rows_right_after_slot_reuse_in_the_server():
     """The fix reaches `vllm serve` (another process) through the plugin entry point."""
@@ -128,7 +125,7 @@ def test_base_rows_right_after_slot_reuse_in_the_server():
     assert alone_off == alone and mixed_off != {alone}, "without the fix the server shows the bug (test is sensitive)"
 
 
-@needs_vllm
+@pytest.mark.live
 @pytest.mark.parametrize("indices", [[0, 1, 2, 0, 1, 2], [1, 1, 1, 0, 0, 2], [2, -1, 0, -1, 1, 1], [-1] * 6])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_grouped_ops_match_vllms_ops_with_the_fix(indices, dtype):
@@ -170,7 +167,6 @@ def test_grouped_ops_match_vllms_ops_with_the_fix(indices, dtype):
 
 
 @pytest.mark.live
-@needs_vllm
 @needs_tiny
 @pytest.mark.fresh_process
 def test_one_engine_per_card_releases_the_engine_an_earlier_llm_built(capsys):

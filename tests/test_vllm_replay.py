@@ -1,6 +1,5 @@
 """Read mode's stand-in for vLLM answers exactly what the live run recorded, keyed the same way."""
 
-import importlib.util
 import json
 
 import pytest
@@ -72,7 +71,6 @@ def test_lora_request_checks_like_vllm(lab_session):
 
 # ---------------------------------------------------------------------------- live: real vLLM keys
 @pytest.mark.live
-@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed")
 @pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
 @pytest.mark.fresh_process
 def test_keys_recorded_from_real_vllm_are_found_by_the_stand_ins(recordings):
