@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from course_utils import lab, prometheus
+from course_utils import child, lab, prometheus
 from course_utils.paths import TINY
 from course_utils.profiles import get_profile
 from course_utils.scale import cluster, metrics, sockets, traffic
@@ -143,8 +143,8 @@ def test_the_driver_answers_an_error_and_stops_when_its_input_ends():
     r = subprocess.run([sys.executable, "-m", "course_utils.scale.driver"], input=json.dumps(cmd) + "\n",
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0
-    reply = json.loads(r.stdout.strip().split(cluster.MARK, 1)[1])
-    assert reply["ok"] is False and reply["error"].startswith("KeyError")
+    [reply] = [said for line in r.stdout.splitlines() if (said := child.heard(line)) is not None]
+    assert reply["kind"] == "reply" and reply["ok"] is False and reply["error"].startswith("KeyError")
 
 
 def test_run_before_up_says_what_to_do():

@@ -1,6 +1,6 @@
 """Lab 08's training child: ``python -m course_utils.newadapter.child <job.json>``, started by
 :func:`course_utils.newadapter.training.train`. It trains with the maintainers' trainer (``course_tools``, which a
-child may use and the kernel never imports), prints a ``PROGRESS`` line per step and a ``RESULT`` line."""
+child may use and the kernel never imports), tells the kernel each step's loss and the result (:mod:`course_utils.child`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from .training import CPU_TRAIN, PROGRESS, RESULT
+from ..child import tell
+from .training import CPU_TRAIN
 
 
 def settings(spec: dict) -> dict:
@@ -44,7 +45,7 @@ def _child(job_file: str) -> int:
     lora = AdapterSpec(spec["rank"], spec["alpha"], tuple(spec["target_modules"]))
 
     def on_loss(step: int, loss: float) -> None:
-        print(PROGRESS + json.dumps({"step": step, "loss": loss}), flush=True)
+        tell(sys.stdout, "progress", step=step, loss=loss)
 
     if spec["device"] == "cuda":
         from course_tools.gpu.train_adapters import check_gpu
@@ -54,7 +55,7 @@ def _child(job_file: str) -> int:
                           dtype=spec["dtype"], gradient_checkpointing=spec["gradient_checkpointing"],
                           base_name=base_name(spec), chat=True, spec=lora,
                           pairs=[tuple(p[:2]) + (tuple(p[2]),) for p in spec["pairs"]], on_loss=on_loss)
-    print(RESULT + json.dumps({**stats, "config": asdict(cfg)}), flush=True)
+    tell(sys.stdout, "result", stats={**stats, "config": asdict(cfg)})
     return 0
 
 

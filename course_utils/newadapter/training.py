@@ -1,8 +1,8 @@
 """Training Lab 08's adapter in a child process, with a progress bar and the loss of every step.
 
 The kernel starts ``python -m course_utils.newadapter.child <job.json>`` (:func:`train`); the child trains
-with the course's trainer (:func:`course_tools.tinyworld.trainer.train_adapter`, a peft LoRA), prints one
-``PROGRESS`` line per step and a ``RESULT`` line, writes the adapter and exits. The kernel never imports
+with the course's trainer (:func:`course_tools.tinyworld.trainer.train_adapter`, a peft LoRA), tells the kernel
+each step's loss and the result (:mod:`course_utils.child`), writes the adapter and exits. The kernel never imports
 torch for it: on a 4090 the child holds the card while it trains and gives all of it back when it exits,
 before the lab starts a server.
 
@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from .. import processes
+from ..child import heard
 from ..arch import quantization
 from ..errors import TrainingError
 from ..paths import BUILD, REPO, short_path
@@ -33,7 +34,6 @@ from ..replay.session import active
 from . import task
 
 OUT = BUILD / "lab08"
-PROGRESS, RESULT = "PROGRESS ", "RESULT "
 # Learning rate and batch: the tiny world's adapters on CPU; on a GPU those of the course's Qwen adapters
 # (course_tools/gpu/train_adapters.py, GPU_TRAIN).
 CPU_TRAIN = {"adapter_lr": 5e-3, "batch_size": 16, "threads": 2}
@@ -91,26 +91,26 @@ def _train(prof, name, examples, rank, steps, target_modules, show=None) -> dict
     job_file, log = OUT / f"{name}.job.json", OUT / f"{name}.train.log"
     job_file.write_text(json.dumps({**spec, "out": str(tmp)}, indent=1))
     t0 = time.monotonic()
-    child = processes.start([sys.executable, "-m", "course_utils.newadapter.child", str(job_file)],
+    trainer = processes.start([sys.executable, "-m", "course_utils.newadapter.child", str(job_file)],
                             stdout=subprocess.PIPE, text=True,
                             die_with_parent=True, cwd=str(REPO))
     losses, result = [], None
     try:
         with open(log, "w") as log_f:
-            for line in child.proc.stdout:
-                if line.startswith(PROGRESS):
-                    step = json.loads(line[len(PROGRESS):])
-                    losses.append(step["loss"])
-                    if show:
-                        show(step["step"], step["loss"])
-                elif line.startswith(RESULT):
-                    result = json.loads(line[len(RESULT):])
-                else:
+            for line in trainer.proc.stdout:
+                said = heard(line)
+                if said is None:                 # the trainer's own output: the log
                     log_f.write(line)
-        code = child.proc.wait()
+                elif said["kind"] == "progress":
+                    losses.append(said["loss"])
+                    if show:
+                        show(said["step"], said["loss"])
+                elif said["kind"] == "result":
+                    result = said["stats"]
+        code = trainer.proc.wait()
     finally:
-        child.stop()        # interrupted (Ctrl-C, a failed cell): the child goes too
-        processes.forget(child.stop)
+        trainer.stop()      # interrupted (Ctrl-C, a failed cell): the child goes too
+        processes.forget(trainer.stop)
     if code != 0 or result is None:
         tail = "".join(log.read_text().splitlines(keepends=True)[-8:]) if log.is_file() else ""
         raise TrainingError(f"训练子进程失败（退出码 {code}）。日志：{short_path(log)}，最后几行：\n{tail}")

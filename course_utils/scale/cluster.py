@@ -11,18 +11,16 @@ stopped at exit, and Linux sends the driver and the store SIGTERM when their par
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
 
 from .. import processes
 from ..paths import BUILD, REPO
+from .. import child
 from ..replay.record import replayable
 from . import sockets
 
-# One JSON answer per line from the driver, after this mark (everything else on its stdout is Ray's).
-MARK = "@@course "
 LOG = BUILD / "lab07" / "driver.log"      # what Ray, Serve and vLLM print in the driver process
 
 _live: dict = {}
@@ -37,11 +35,10 @@ def shelf(prof, copies: int) -> dict:
 
 def _ask(op: str, **args):
     proc = _live["driver"].proc
-    proc.stdin.write(json.dumps({"op": op, **args}) + "\n")
-    proc.stdin.flush()
+    child.send(proc.stdin, op=op, **args)
     for line in proc.stdout:
-        if line.startswith(MARK):
-            reply = json.loads(line[len(MARK):])
+        reply = child.heard(line)                # the driver's answer; what Ray prints goes to its log
+        if reply is not None:
             if not reply["ok"]:
                 raise RuntimeError(f"{op} failed in the Ray driver: {reply['error']} (details: build/lab07/driver.log)")
             return reply.get("result")

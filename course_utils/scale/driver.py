@@ -31,7 +31,8 @@ from pathlib import Path
 
 from ..loopback import LOOPBACK, LOOPBACK_ENV, bypass_proxy, free_port
 from ..server.command import ENGINE_FLAGS  # the profile's engine settings a server gets, as engine_kwargs
-from .cluster import MARK, shelf  # the protocol's mark and the shelf, as the kernel's side has them
+from .. import child
+from .cluster import shelf   # the shelf, as the kernel's side has it
 
 SITE = Path(__file__).resolve().parent / "site"
 RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0",
@@ -138,15 +139,13 @@ def main() -> int:
             op = cmd.pop("op")
             if op == "down":
                 stop()
-                answer.write(MARK + json.dumps({"ok": True}) + "\n")
-                answer.flush()
+                child.tell(answer, "reply", ok=True)
                 break
             try:
                 reply = {"ok": True, "result": ops[op](**cmd)}
             except Exception as e:  # noqa: BLE001 - the kernel raises it with its message
                 reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-            answer.write(MARK + json.dumps(reply) + "\n")
-            answer.flush()
+            child.tell(answer, "reply", **reply)
     finally:
         stop()
         sys.stderr.flush()
