@@ -19,6 +19,7 @@ from .errors import CourseError
 from .tinyworld.tasks import TASKS
 
 from .paths import CONFIGS, DATA, REPO, TINY, model_name, models_dir, read_paths_file  # noqa: F401  (cu.profiles.REPO, TINY)
+from . import vllm_env
 
 
 class ProfileError(CourseError, RuntimeError):
@@ -313,7 +314,5 @@ def get_profile(name: str | None = None) -> Profile:
     return PROFILES[name]()
 
 
-def apply_env(profile: Profile) -> None:
-    """Put the profile's environment in place; call before ``import vllm``. Never overrides the user's."""
-    for k, v in profile.env.items():
-        os.environ.setdefault(k, v)
+# Put the profile's environment in place before ``import vllm`` (composed in course_utils/vllm_env.py).
+apply_env = vllm_env.apply

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..loopback import LOOPBACK, LOOPBACK_ENV, bypass_proxy, free_port
 from ..server.command import ENGINE_FLAGS  # the profile's engine settings a server gets, as engine_kwargs
-from .. import child
+from .. import child, vllm_env
 from .cluster import shelf   # the shelf, as the kernel's side has it
 
 SITE = Path(__file__).resolve().parent / "site"
@@ -45,8 +45,7 @@ _live: dict = {}
 def worker_env(prof, s3_env: dict) -> dict:
     # Ray's workers inherit this process's environment (a lab's kernel has the profile's, which turns vLLM's
     # engine process off for the in-process tiny engine); Serve's replicas run vLLM's AsyncLLM, which keeps it.
-    return {**prof.env, "VLLM_ENABLE_V1_MULTIPROCESSING": "1", **LOOPBACK_ENV, **RAY_ENV, **s3_env,
-            "PYTHONPATH": os.pathsep.join(p for p in [str(SITE), os.environ.get("PYTHONPATH", "")] if p)}
+    return vllm_env.ray_workers(prof, {**RAY_ENV, **s3_env}, str(SITE))
 
 
 def up(profile: str, copies: int, replicas: int, adapters_per_replica: int) -> dict:

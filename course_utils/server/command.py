@@ -18,20 +18,17 @@ them). With ``vllm`` the server uses vLLM's neutral defaults; the file is still 
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..loopback import LOOPBACK, LOOPBACK_ENV, bypass_proxy
+from ..loopback import LOOPBACK
 from ..paths import REPO
+from .. import vllm_env
 from ..profiles import Profile
 
-# Profile settings meant for the notebook's own LLM(...) engines, never for a server: the in-process
-# engine switch, and the permission to send functions to an engine process (llm.apply_model).
-OFFLINE_ONLY_ENV = ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_ALLOW_INSECURE_SERIALIZATION")
 CPU_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
 # Engine settings of a profile that map to server flags (the LoRA knobs are explicit arguments); Lab 07's
 # Ray Serve replicas get the same ones as engine_kwargs (course_utils/scale/driver.py).
@@ -116,23 +113,11 @@ class Launch:
 
     def env_changes(self) -> dict:
         """What the server's environment changes against the kernel's (the profile's, minus offline-only ones)."""
-        env = {k: v for k, v in self.profile.env.items() if k not in OFFLINE_ONLY_ENV}
-        env.setdefault("VLLM_LOGGING_LEVEL", "INFO")
-        if self.profile.hardware == "cpu":
-            env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        if self.runtime_updates:
-            env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
-        env.update(self.extra_env)
-        env.update(LOOPBACK_ENV)
-        return env
+        return vllm_env.server_changes(self.profile, self.runtime_updates, self.extra_env)
 
     def env(self) -> dict:
         """The server's whole environment: the kernel's, without offline-only settings or runtime updating."""
-        env = dict(os.environ)
-        for k in (*OFFLINE_ONLY_ENV, "VLLM_ALLOW_RUNTIME_LORA_UPDATING"):
-            env.pop(k, None)
-        env.update(self.env_changes())
-        return dict(bypass_proxy(env))
+        return vllm_env.server(self.profile, self.runtime_updates, self.extra_env)
 
     def display(self, argv: list[str]) -> str:
         """``argv`` for the page: no random port or key, paths relative to the repository."""
