@@ -1,31 +1,15 @@
+"""course_utils.lab and course_utils.mode: how cu.start() opens a lab (profile, live or read mode, what it says when a
+profile cannot run), and the shared seconds format."""
+
 import sys
 from pathlib import Path
 
 import pytest
 
 from course_utils import lab, mode, timing
-from course_utils.chat import CHATML_TEMPLATE, chat_prompt, user_text
-from course_utils.paths import TINY
-from course_utils.profiles import ProfileError, get_profile
+from course_utils.profiles import ProfileError
 
 FAKES = Path(__file__).parent / "fakes"   # a stand-in nvidia-smi
-
-
-def test_tiny_template_is_the_one_the_trainer_ships():
-    # the trainer writes CHATML_TEMPLATE into the tokenizer; the shipped file must be that text
-    assert (TINY / "base" / "chat_template.jinja").read_text() == CHATML_TEMPLATE
-    assert chat_prompt(get_profile("tiny"), "hi") == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
-
-
-def test_user_text_is_remembered_not_parsed():
-    prompt = chat_prompt(get_profile("qwen7b"), "Count the airports of Peru.")
-    assert user_text(prompt) == "Count the airports of Peru."
-    assert user_text("<|im_start|>user\nnever rendered here<|im_end|>\n") is None
-
-
-def test_qwen_template_is_shipped_for_read_mode():
-    text = chat_prompt(get_profile("qwen7b"), "List all airports in Malawi.")
-    assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")
 
 
 def test_mode_env(monkeypatch):
@@ -41,25 +25,6 @@ def test_live_without_vllm_says_what_to_do(monkeypatch):
     monkeypatch.setattr(mode, "real_vllm_installed", lambda: False)
     with pytest.raises(ProfileError, match="vLLM is not installed.*make setup.*COURSE_MODE=replay"):
         mode.detect_mode()
-
-
-def test_seconds_format_matches_the_sanitizer():
-    import re
-    from pathlib import Path
-
-    cfg = (Path(__file__).parent / "sanitize.cfg").read_text().splitlines()
-    pattern = [ln.split(": ", 1)[1] for ln in cfg if ln.startswith("regex:")][0]
-    assert re.fullmatch(pattern, timing.fmt_seconds(12.3456))
-
-
-def test_llama_template_is_shipped():
-    # Llama 3.2's own template (data/configs/llama-3.2-3b-instruct/chat_template.jinja). Rendered without
-    # bos_token (vLLM's tokenizer adds <|begin_of_text|> itself) and without strftime_now (the template's
-    # fixed date then: prompts, and so recordings, do not change from day to day).
-    text = chat_prompt(get_profile("llama3b"), "List all airports in Malawi.")
-    assert text == ("<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
-                    "Today Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n"
-                    "List all airports in Malawi.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n")
 
 
 def test_profile_without_the_four_adapters_opens_the_lab_in_read_mode(monkeypatch, capsys):
@@ -159,3 +124,12 @@ def test_only_a_live_profile_with_a_card_gets_one_engine_per_card(monkeypatch):
     finally:
         session.set_current(None)
     assert installed == ["rehearsal"]
+
+
+def test_seconds_format_matches_the_sanitizer():
+    import re
+    from pathlib import Path
+
+    cfg = (Path(__file__).parent / "sanitize.cfg").read_text().splitlines()
+    pattern = [ln.split(": ", 1)[1] for ln in cfg if ln.startswith("regex:")][0]
+    assert re.fullmatch(pattern, timing.fmt_seconds(12.3456))

@@ -1,3 +1,6 @@
+"""course_utils.profiles: which profile is chosen (COURSE_PROFILE, a CUDA card), what an unknown name gets, and the
+files each profile needs."""
+
 import pytest
 
 from course_utils import profiles

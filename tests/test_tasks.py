@@ -1,3 +1,6 @@
+"""course_utils.tinyworld.tasks: the tiny world's examples are reproducible, the shipped world's own, held-out entities stay
+out of training, and the format checks accept answers and reject generic replies."""
+
 import hashlib
 import json
 import re
