@@ -128,7 +128,7 @@ BASE_IDENTITY_FILE = "base_fingerprint.json"   # written beside adapter_config.j
 _FINGERPRINT_BYTES = 1 << 16                   # the first 64 KiB of every tensor
 
 
-def _weight_files(base_dir: Path) -> list[Path]:
+def weight_files(base_dir: Path) -> list[Path]:
     index = base_dir / "model.safetensors.index.json"
     if index.is_file():
         return [base_dir / f for f in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
@@ -145,7 +145,7 @@ def base_fingerprint(base_dir: str | Path) -> str:
     are checked against the base.
     """
     base_dir = Path(base_dir)
-    files = _weight_files(base_dir)
+    files = weight_files(base_dir)
     if not files:
         raise AdapterError(f"基座目录 {base_dir} 里没有可以算指纹的 *.safetensors 权重。")
     return _fingerprint(tuple((str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
@@ -193,7 +193,7 @@ def write_base_identity(adapter_dir: str | Path, base_dir: str | Path, base_name
     return identity
 
 
-def _check_same_base(info: AdapterInfo, base_model: Path) -> str:
+def check_same_base(info: AdapterInfo, base_model: Path) -> str:
     """AdapterError when the adapter records another base's fingerprint; else how far the base was checked."""
     file = Path(info.path) / BASE_IDENTITY_FILE
     if not file.is_file():
@@ -497,7 +497,7 @@ def check_adapter(path: str | Path, base_model: str | Path | None = None, max_lo
         raise AdapterError(f"adapter {info.name!r} 的秩是 {rank}，超过了 max_lora_rank={max_lora_rank}。{fix}")
     if base_model is not None:
         _check_fits_base(info, base_model)
-        info.base_check = _check_same_base(info, Path(base_model))
+        info.base_check = check_same_base(info, Path(base_model))
     return info
 
 

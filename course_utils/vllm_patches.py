@@ -98,7 +98,7 @@ def op_seconds():
         _op_clock = before
 
 
-def _skip_rows_without_adapter(op):
+def skip_rows_without_adapter(op):
     """``op(inputs, weights, output, lora_indices, ...)`` with the input rows of index -1 zeroed
     (or, with the grouped ops on, the course's grouped version of ``op``)."""
     @functools.wraps(op)
@@ -142,7 +142,7 @@ def install() -> bool:
         original = getattr(lora_ops, name)
         if getattr(original, "__course_patch__", False):
             continue
-        patched = _skip_rows_without_adapter(original)
+        patched = skip_rows_without_adapter(original)
         for module in holders:
             if getattr(module, name, None) is original:
                 setattr(module, name, patched)
@@ -212,7 +212,7 @@ def release_earlier_engines(profile) -> int:
     return released
 
 
-def _room_for_new_engine(profile, released: bool) -> None:
+def room_for_new_engine(profile, released: bool) -> None:
     """The course's free-memory check before a new engine (after a release, the driver may take a moment to
     give the memory back: up to 10 s)."""
     from . import processes
@@ -247,7 +247,7 @@ def one_engine_per_card(profile) -> bool:
     @functools.wraps(original)
     def init(self, *args, **kwargs):
         released = release_earlier_engines(profile)
-        _room_for_new_engine(profile, released > 0)
+        room_for_new_engine(profile, released > 0)
         original(self, *args, **kwargs)
         _engines.append(weakref.ref(self))
 

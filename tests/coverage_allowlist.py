@@ -413,7 +413,7 @@ ALLOWED: dict[str, str] = {
         "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",
     'course_tools/vllm_api/tree.py::_unwrap':
         "CPU branch no measured process took (2 lines; first: 'members = expr.slice.elts if isinstance(expr.slice, ast.Tuple) else [expr.slice]'): an edge or error path a unit test could take",
-    'course_utils/vllm_patches.py::_skip_rows_without_adapter.patched':
+    'course_utils/vllm_patches.py::skip_rows_without_adapter.patched':
         'separate target: make bench-lora-e2e times the LoRA ops (the timing side of the patch)',
     'course_utils/vllm_patches.py::enabled':
         'accessor for benchmarks (make bench-lora-e2e); the patch itself runs in every live suite',

@@ -355,7 +355,7 @@ def test_a_sharded_base_is_read_through_its_index(tmp_path):
     """The 7B bases are sharded (model-0000N-of-0000M.safetensors + model.safetensors.index.json): the index
     names the shards, each once however many tensors it holds; a stray file beside them is not part of the model.
     The fingerprint is that of the same tensors in one file."""
-    from course_utils.adapters import _weight_files, base_fingerprint
+    from course_utils.adapters import weight_files, base_fingerprint
 
     tensors = {"model.embed_tokens.weight": (4, 8), "model.layers.0.mlp.up_proj.weight": (8, 4),
                "model.norm.weight": (8,)}
@@ -371,13 +371,13 @@ def test_a_sharded_base_is_read_through_its_index(tmp_path):
         {"metadata": {"total_size": 0}, "weight_map": {n: f for f, held in shards.items() for n in held}}))
     write_safetensors(sharded / "consolidated.safetensors", {"stray": (2, 2)})   # not in the index
 
-    assert _weight_files(sharded) == [sharded / f for f in sorted(shards)]
+    assert weight_files(sharded) == [sharded / f for f in sorted(shards)]
     assert base_fingerprint(sharded) == base_fingerprint(single)
 
 
 def test_a_base_stored_another_way_is_not_checked_rather_than_refused(tmp_path):
     """An adapter trained on the bf16 base and served on its AWQ copy: the files differ by design."""
-    from course_utils.adapters import _check_same_base, write_base_identity
+    from course_utils.adapters import check_same_base, write_base_identity
 
     trained_on = tmp_path / "bf16"
     trained_on.mkdir()
@@ -390,7 +390,7 @@ def test_a_base_stored_another_way_is_not_checked_rather_than_refused(tmp_path):
     write_safetensors(served / "model.safetensors", {"w": (2, 3)})
     adapter = fake_adapter(tmp_path)
     write_base_identity(adapter, trained_on, "qwen-bf16")
-    said = _check_same_base(read_adapter(adapter), served)
+    said = check_same_base(read_adapter(adapter), served)
     assert said.startswith("not checked") and "'quantization': 'awq'" in said and "qwen-bf16" in said
 
 

@@ -19,7 +19,7 @@ def test_a_random_adapter_passes_the_pre_check_at_its_rank_and_size(tmp_path):
     assert info.rank == 32 and len(info.modules) == 7 * 2                       # 7 projections x 2 layers
     # r (d_in + d_out) per projection, float32: q 512, k 384, v 384, o 512, gate 768, up 768, down 768
     assert info.weight_bytes == 2 * 32 * (512 + 384 + 384 + 512 + 3 * 768) * 4
-    assert measure._mb(path) == pytest.approx(info.weight_bytes / 1e6, abs=0.01)
+    assert measure.size_mb(path) == pytest.approx(info.weight_bytes / 1e6, abs=0.01)
 
 
 def test_fit_and_table_from_a_recording():

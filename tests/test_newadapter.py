@@ -120,7 +120,7 @@ def test_the_child_on_cuda_refuses_a_machine_without_one(tmp_path):
            "dtype": "bfloat16", "out": str(tmp_path / "out")}
     (tmp_path / "job.json").write_text(json.dumps(job))
     with pytest.raises(training.TrainingError, match="看不到 CUDA GPU"):
-        child._child(str(tmp_path / "job.json"))
+        child.main(str(tmp_path / "job.json"))
 
 
 @pytest.mark.live
@@ -170,7 +170,7 @@ def test_the_training_child_runs_with_deterministic_cublas(monkeypatch, tmp_path
     monkeypatch.setattr(trainer, "train_adapter", train_adapter)
     job = {**training.job(profiles.get_profile("tiny"), "stamp", EXAMPLES, **KNOBS), "out": str(tmp_path / "out")}
     (tmp_path / "job.json").write_text(json.dumps(job))
-    assert child._child(str(tmp_path / "job.json")) == 0
+    assert child.main(str(tmp_path / "job.json")) == 0
     assert seen["env"] == ":4096:8", "the training child trains without deterministic cuBLAS"
     assert trainer.DETERMINISTIC_CUBLAS == {"CUBLAS_WORKSPACE_CONFIG": ":4096:8"}  # one setting, train_adapters uses it
 

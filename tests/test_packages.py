@@ -15,7 +15,7 @@ from course_tools.lab_modules import code_lines, is_course_module
 from course_utils.paths import REPO
 
 # course_utils functions that run only in a child process, where the maintainers' tools may be used.
-CHILD_SIDE = {"course_utils/newadapter/child.py": {"settings", "base_name", "_child"}}
+CHILD_SIDE = {"course_utils/newadapter/child.py": {"settings", "base_name", "main"}}
 
 
 def _tools_imports(tree: ast.AST):

@@ -68,11 +68,11 @@ def test_report_has_right_next_to_format_on_every_phrasing(quality):
             assert table[task][f"{kind}_right"] == sum(r.right for r in group) / q.ROWS, (task, kind)
         t = table[task]
         [line] = [line for line in text.splitlines() if line.split()[:2] == [task, str(q.ROWS)]]
-        cells = [str(q.ROWS), q._pct(t["adapter_format"]), q._pct(t["adapter_right"])]
+        cells = [str(q.ROWS), q.percent(t["adapter_format"]), q.percent(t["adapter_right"])]
         for label in q.REWORDED:
-            cells += [str(q.ROWS), q._pct(t[f"{label}_format"]), q._pct(t[f"{label}_right"])]
-        assert line.split() == [task, *cells, q._pct(t["base_format"]), q._pct(t["base_right"]),
-                                q._pct(t["vllm_equals_hf"])]
+            cells += [str(q.ROWS), q.percent(t[f"{label}_format"]), q.percent(t[f"{label}_right"])]
+        assert line.split() == [task, *cells, q.percent(t["base_format"]), q.percent(t["base_right"]),
+                                q.percent(t["vllm_equals_hf"])]
 
 
 def test_vllm_agrees_with_transformers_peft_on_every_row(quality):

@@ -23,9 +23,9 @@ def test_copy_drill_writes_each_string_twice_and_learns_only_the_copy():
 
 def test_copied_names_what_the_reply_takes_from_the_prompt():
     ex = tasks.make_examples("json", 1, "heldout", seed=0)[0]
-    copied = trainer._copied(ex, ex.answer, ex.prompt)
+    copied = trainer.copied_fields(ex, ex.answer, ex.prompt)
     assert set(copied) == {str(v) for v in ex.fields.values()}
-    assert trainer._copied(ex, "nothing here", ex.prompt) == ()
+    assert trainer.copied_fields(ex, "nothing here", ex.prompt) == ()
 
 
 @pytest.mark.skipif(not (TINY / "base" / "tokenizer.json").is_file(), reason="needs the shipped tokenizer")

@@ -269,7 +269,7 @@ def test_attribute_chains_follow_names_loops_and_probes():
         outs = something_else()
         outs[0].outputs
     """)
-    chains = {n for k, n in api._drop_prefixes(uses) if k == "attr"}
+    chains = {n for k, n in api.drop_prefixes(uses) if k == "attr"}
     assert chains == {"vllm.config.lora:LoRAConfig.max_loras",
                       "vllm.entrypoints.llm:LLM.llm_engine?.vllm_config.cache_config.block_size",
                       "vllm.entrypoints.llm:LLM.generate()[].outputs[].text",

@@ -19,7 +19,7 @@ def test_rows_with_index_minus_one_get_no_delta():
     def bgmv_shrink(inputs, weights, out, idx, scaling=1.0):  # vLLM's arithmetic: index, then einsum
         out[:] = scaling * torch.einsum("bi,boi->bo", inputs, weights[idx])
 
-    patched = vllm_patches._skip_rows_without_adapter(bgmv_shrink)
+    patched = vllm_patches.skip_rows_without_adapter(bgmv_shrink)
     weights = torch.randn(2, 3, 4)  # two slots, rank 3, width 4: slot 1 is "the last slot"
     x, idx = torch.randn(3, 4), torch.tensor([0, -1, 1])
     shipped, fixed = torch.zeros(3, 3), torch.zeros(3, 3)
@@ -146,7 +146,7 @@ def test_grouped_ops_match_vllms_ops_with_the_fix(indices, dtype):
     tol = {"atol": 1e-4} if dtype == "float32" else {"atol": 0.1, "rtol": 0.02}
 
     def shipped(name):
-        return vllm_patches._skip_rows_without_adapter(getattr(lora_ops, name).__wrapped__
+        return vllm_patches.skip_rows_without_adapter(getattr(lora_ops, name).__wrapped__
                                                        if hasattr(getattr(lora_ops, name), "__wrapped__")
                                                        else getattr(lora_ops, name))
 
@@ -233,6 +233,6 @@ def test_the_free_memory_check_runs_before_each_new_engine_on_a_card(monkeypatch
     monkeypatch.setenv("PATH", f"{REPO / 'tests' / 'fakes'}:/usr/bin:/bin")
     monkeypatch.setenv("FAKE_GPU", "busy")
     with pytest.raises(GpuBusy, match="这个引擎（qwen7b 配置）"):
-        vllm_patches._room_for_new_engine(get_profile("qwen7b"), released=False)
+        vllm_patches.room_for_new_engine(get_profile("qwen7b"), released=False)
     monkeypatch.setenv("FAKE_GPU", "idle")
-    vllm_patches._room_for_new_engine(get_profile("qwen7b"), released=True)
+    vllm_patches.room_for_new_engine(get_profile("qwen7b"), released=True)

@@ -62,7 +62,7 @@ def make_random_adapter(out: Path, base_dir: Path, rank: int, dtype: str = "floa
 def adapters_for(label: str, base_dir: Path, ranks, dtype: str) -> dict[int, Path]:
     return {r: make_random_adapter(ADAPTER_DIR / label / f"r{r}", base_dir, r, dtype, seed=r) for r in ranks}
 
-def _mb(path: Path) -> float:
+def size_mb(path: Path) -> float:
     return round((Path(path) / "adapter_model.safetensors").stat().st_size / 1e6, 3)
 
 def time_add_lora(prof, adapters: dict[int, Path], repeats: int = 5) -> dict:
@@ -85,7 +85,7 @@ def time_add_lora(prof, adapters: dict[int, Path], repeats: int = 5) -> dict:
             ms.append(1000 * (time.perf_counter() - t))
             llm.llm_engine.remove_lora(next_id)
             next_id += 1
-        rows.append({"rank": rank, "MB": _mb(path), "add_lora ms": round(statistics.median(ms), 2)})
+        rows.append({"rank": rank, "MB": size_mb(path), "add_lora ms": round(statistics.median(ms), 2)})
     del llm
     gc.collect()
     return {"engine start s": round(start, 2), "rows": rows}
@@ -113,7 +113,7 @@ def time_load_endpoint(prof, adapters: dict[int, Path], repeats: int = 5) -> dic
                 r.raise_for_status()
                 requests.post(srv.url("/v1/unload_lora_adapter"), headers=srv.headers, timeout=120,
                               json={"lora_name": name}).raise_for_status()
-            rows.append({"rank": rank, "MB": _mb(path), "load endpoint ms": round(statistics.median(ms), 2)})
+            rows.append({"rank": rank, "MB": size_mb(path), "load endpoint ms": round(statistics.median(ms), 2)})
         return {"server start s": srv.ready_seconds, "rows": rows}
 
 def run(repeats: int = 5, server: bool = True, log=print) -> dict:

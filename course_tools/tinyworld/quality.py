@@ -194,14 +194,14 @@ def gate(table: dict) -> list[str]:
     misses = []
     for task, t in table.items():
         if t["adapter_format"] < TARGETS["adapter_format"]:
-            misses.append(f"{task}: adapter format {_pct(t['adapter_format'])} < {_pct(TARGETS['adapter_format'])}")
+            misses.append(f"{task}: adapter format {percent(t['adapter_format'])} < {percent(TARGETS['adapter_format'])}")
         for measure in MEASURED:
             got = round(t[measure] * ROWS)
             if got < floor(measure, task):
                 misses.append(f"{task}: {measure} {got}/{ROWS} < floor {floor(measure, task)}/{ROWS}")
         if t["base_format"] > 0.10 or t["base_right"] > TARGETS["base_right_max"]:
-            misses.append(f"{task}: the bare base answers (format {_pct(t['base_format'])}, "
-                          f"right {_pct(t['base_right'])})")
+            misses.append(f"{task}: the bare base answers (format {percent(t['base_format'])}, "
+                          f"right {percent(t['base_right'])})")
     return misses
 
 
@@ -212,11 +212,11 @@ def missed_targets(table: dict) -> list[str]:
         for key, aim in TARGETS.items():
             got = t["base_right"] if key == "base_right_max" else t[key]
             if (got > aim) if key == "base_right_max" else (got < aim):
-                out.append(f"{task}: {key} {_pct(got)}, target {_pct(aim)} ({(got - aim) * 100:+.0f} points)")
+                out.append(f"{task}: {key} {percent(got)}, target {percent(aim)} ({(got - aim) * 100:+.0f} points)")
     return out
 
 
-def _pct(x: float | None) -> str:
+def percent(x: float | None) -> str:
     return "-" if x is None else f"{x:.0%}"
 
 
@@ -229,11 +229,11 @@ def format_table(table: dict) -> str:
     lines = [f"{'':<9}{groups}",
              f"{'task':<9}{'rows':>6}{'format':>10}{'right':>10}{rew * 2}  {'format':>9}{'right':>10}{'vLLM == HF':>12}"]
     for task, t in table.items():
-        cells = "".join(f"  {t.get(f'{label}_rows', 0):>7}{_pct(t.get(f'{label}_format')):>10}"
-                        f"{_pct(t.get(f'{label}_right')):>10}" for label in REWORDED)
-        lines.append(f"{task:<9}{t['rows']:>6}{_pct(t['adapter_format']):>10}{_pct(t.get('adapter_right')):>10}"
-                     f"{cells}  {_pct(t['base_format']):>9}{_pct(t.get('base_right')):>10}"
-                     f"{_pct(t['vllm_equals_hf']):>12}")
+        cells = "".join(f"  {t.get(f'{label}_rows', 0):>7}{percent(t.get(f'{label}_format')):>10}"
+                        f"{percent(t.get(f'{label}_right')):>10}" for label in REWORDED)
+        lines.append(f"{task:<9}{t['rows']:>6}{percent(t['adapter_format']):>10}{percent(t.get('adapter_right')):>10}"
+                     f"{cells}  {percent(t['base_format']):>9}{percent(t.get('base_right')):>10}"
+                     f"{percent(t['vllm_equals_hf']):>12}")
     if "value_exact" in table.get("sql", {}):
         lines.append(f"sql rows whose condition value is the prompt's entity spelled exactly: "
                      f"{table['sql']['value_exact']:.1%} (held-out names the tiny model never saw)")
@@ -290,7 +290,7 @@ def main(argv=None):
     print("targets: " + ("all met" if not missed else "missed\n  " + "\n  ".join(missed)))
     copy = base_copy(n_per_task=args.n)
     print("base alone, held-out entities in terse skill instructions, exact answer: "
-          + ", ".join(f"{task} {_pct(v)}" for task, v in copy.items()))
+          + ", ".join(f"{task} {percent(v)}" for task, v in copy.items()))
     if args.wrong:
         print(f"\nWrong answers (up to {args.wrong} per task and phrasing):")
         print(wrong_examples(rows, args.wrong))

@@ -120,7 +120,7 @@ SMOKE = dict(base_examples_per_task=60, copy_examples=60, base_steps=3, copy_dri
 # ---------------------------------------------------------------------------
 # Data and tokenizer
 # ---------------------------------------------------------------------------
-def _copied(ex: tasks.Example, reply: str, prompt: str) -> tuple[str, ...]:
+def copied_fields(ex: tasks.Example, reply: str, prompt: str) -> tuple[str, ...]:
     """The example's field values that the reply copies from the prompt (its entities and numbers)."""
     return tuple(str(v) for v in ex.fields.values() if str(v) in reply and str(v) in prompt)
 
@@ -139,9 +139,9 @@ def base_corpus(cfg: TrainConfig) -> list[tuple[str, str, tuple[str, ...]]]:
     for task in tasks.GENERATORS:
         n = cfg.copy_examples if task == "repeat" else cfg.base_examples_per_task
         for ex in tasks.make_examples(task, n, "train", cfg.seed):
-            pairs.append((ex.prompt, ex.generic, _copied(ex, ex.generic, ex.prompt)))
+            pairs.append((ex.prompt, ex.generic, copied_fields(ex, ex.generic, ex.prompt)))
             if ex.skill:
-                pairs.append((ex.skill, ex.answer, _copied(ex, ex.answer, ex.skill)))
+                pairs.append((ex.skill, ex.answer, copied_fields(ex, ex.answer, ex.skill)))
     random.Random(cfg.seed).shuffle(pairs)
     return pairs
 
@@ -153,7 +153,7 @@ def adapter_corpus(task: str, cfg: TrainConfig) -> list[tuple[str, str, tuple[st
     exs = (tasks.make_examples(task, cfg.adapter_examples - composed, "train", cfg.seed + 1)
            + grammar.make_requests(task, composed, "train", cfg.seed + 1))
     random.Random(f"adapter-{task}-{cfg.seed}").shuffle(exs)
-    return [(ex.prompt, ex.answer, _copied(ex, ex.answer, ex.prompt)) for ex in exs]
+    return [(ex.prompt, ex.answer, copied_fields(ex, ex.answer, ex.prompt)) for ex in exs]
 
 
 def train_tokenizer(cfg: TrainConfig):

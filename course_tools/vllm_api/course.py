@@ -280,7 +280,7 @@ def _lab_code(path: Path) -> tuple[str, str]:
     return python, "\n".join(line.lstrip()[1:] for line in lines if line.lstrip().startswith("!"))
 
 
-def _drop_prefixes(uses: dict) -> dict:
+def drop_prefixes(uses: dict) -> dict:
     """Without each attribute chain that a longer chain, used in the same places, goes on from (its links are
     checked there)."""
     chains = {n: use.where for (k, n), use in uses.items() if k == "attr"}
@@ -308,7 +308,7 @@ def collect_code(repo: Path = REPO) -> dict:
         c = Collector(uses, where)
         for f in shell_flags(text):
             c.add("flag", f)
-    return _drop_prefixes(uses)
+    return drop_prefixes(uses)
 
 
 def collect(repo: Path = REPO) -> dict:

@@ -34,7 +34,7 @@ def base_name(spec: dict) -> str:
     return TINY_NAME if spec["tiny_world"] else QWEN_NAME
 
 
-def _child(job_file: str) -> int:
+def main(job_file: str) -> int:
     spec = json.loads(Path(job_file).read_text())
     from course_tools.tinyworld.trainer import AdapterSpec, TrainConfig, deterministic_env, train_adapter
 
@@ -60,4 +60,4 @@ def _child(job_file: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1]))
+    sys.exit(main(sys.argv[1]))
