@@ -15,24 +15,24 @@ APPS = "4242, /root/miniconda3/bin/python, 15890\n777, /usr/bin/Xorg, 20\n"
 
 
 def test_room_enough_says_nothing():
-    assert free.check(GPU_IDLE, "", 0.9) is None
+    assert free.room_problem(GPU_IDLE, "", 0.9) is None
 
 
 def test_a_second_kernel_is_named_with_what_to_do():
-    msg = free.check(GPU_HELD, APPS, 0.9, me=1)
+    msg = free.room_problem(GPU_HELD, APPS, 0.9, me=1)
     assert "7.8 GiB 空闲（共 24.0 GiB）" in msg and "gpu_memory_utilization=0.9" in msg and "21.3 GiB" in msg
     assert "pid 4242（/root/miniconda3/bin/python，15.5 GiB）" in msg and "Shut Down Kernel" in msg
 
 
 def test_this_process_is_not_blamed():
-    msg = free.check(GPU_HELD, APPS, 0.9, me=4242)
+    msg = free.room_problem(GPU_HELD, APPS, 0.9, me=4242)
     assert "pid 4242（/root/miniconda3/bin/python，15.5 GiB）：这是这个内核自己的引擎" in msg and "pid 777" in msg
 
 
 def test_nothing_to_judge_by_lets_vllm_decide():
-    assert free.check("", "", 0.9) is None
-    assert free.check("No devices were found\n", "", 0.9) is None
-    assert free.check(GPU_HELD, "", 0.9, device=3) is None
+    assert free.room_problem("", "", 0.9) is None
+    assert free.room_problem("No devices were found\n", "", 0.9) is None
+    assert free.room_problem(GPU_HELD, "", 0.9, device=3) is None
 
 
 def test_parsers_take_nvidia_smis_csv():
@@ -96,9 +96,9 @@ def test_the_rule_is_vllms_own_fraction_of_the_cuda_total():
     from course_utils.memory import RTX_4090_BYTES
 
     assert 24564 - 354 == RTX_4090_BYTES // free.MIB
-    assert free.check("0, 24564, 2260, 21950, 354\n", "", 0.9) is None
-    assert free.check("0, 24564, 2260, 21950\n", "", 0.9) is None, "an older driver without memory.reserved: a 4090"
-    msg = free.check("0, 24564, 2500, 21700, 354\n", "", 0.9, me=1)
+    assert free.room_problem("0, 24564, 2260, 21950, 354\n", "", 0.9) is None
+    assert free.room_problem("0, 24564, 2260, 21950\n", "", 0.9) is None, "an older driver without memory.reserved: a 4090"
+    msg = free.room_problem("0, 24564, 2500, 21700, 354\n", "", 0.9, me=1)
     assert msg and "21.3 GiB" in msg, "below vLLM's own threshold the course still speaks first"
 
 
@@ -153,7 +153,7 @@ def test_this_kernels_own_engine_is_not_another_labs_kernel():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         mine = {os.getpid(), *(c.pid for c in psutil.Process().children(recursive=True))}
-        msg = free.check(GPU_HELD, f"{child.pid}, VLLM::EngineCore, 15890\n", 0.9, me=mine)
+        msg = free.room_problem(GPU_HELD, f"{child.pid}, VLLM::EngineCore, 15890\n", 0.9, me=mine)
         assert f"pid {child.pid}" in msg and "这个内核自己的引擎" in msg and "另一个实验的内核" not in msg
         assert {os.getpid(), child.pid} <= free.kernel_pids(), "what ensure_room passes: this process and its descendants"
     finally:

@@ -38,8 +38,8 @@ def test_heldout_entities_never_occur_in_training():
 @pytest.mark.parametrize("task", tasks.TASKS)
 def test_answers_pass_and_generic_replies_fail_the_checker(task):
     for ex in tasks.make_examples(task, 200, "heldout"):
-        assert tasks.check(task, ex.answer, ex.fields), ex.answer
-        assert not tasks.check(task, ex.generic, ex.fields), ex.generic
+        assert tasks.format_ok(task, ex.answer, ex.fields), ex.answer
+        assert not tasks.format_ok(task, ex.generic, ex.fields), ex.generic
 
 
 def test_sql_checker_wants_the_right_table_and_condition():

@@ -318,7 +318,7 @@ def test_found_and_missing_in_a_tree(tmp_path):
 def test_each_planted_wrong_name_is_reported_missing(tmp_path):
     tree = fake_tree(tmp_path)
     uses = api.collect_code(write(tmp_path / "course", FAKE_COURSE))
-    rows = api.check(uses, tree)
+    rows = api.compare(uses, tree)
     missing = {(r["kind"], r["name"]) for r in rows if r["status"] == "MISSING"}
     assert missing == PLANTED
     found = {(r["kind"], r["name"]) for r in rows if r["status"] == "found"}
@@ -339,7 +339,7 @@ def test_check_reports_missing_and_shown_absent(tmp_path):
     tree = fake_tree(tmp_path)
     uses = uses_of("from vllm import LLM\nLLM(model='m', max_lora_slots=2)\n")
     uses[("name", "vllm.lora.model_manager:LoRAModelManager.max_loras")] = api.Use("name", "x", {"labs/05"})
-    rows = {r["name"]: r["status"] for r in api.check(uses, tree)}
+    rows = {r["name"]: r["status"] for r in api.compare(uses, tree)}
     assert rows["vllm.entrypoints.llm:LLM(max_lora_slots)"] == "MISSING"
     assert rows["vllm.lora.model_manager:LoRAModelManager.max_loras"] == "shown absent"
     assert rows["vllm:LLM"] == "found"

@@ -44,7 +44,7 @@ class Row:
     @property
     def passes(self) -> bool:
         """The vLLM output has the task's format."""
-        return tasks.check(self.task, self.vllm, self.fields)
+        return tasks.format_ok(self.task, self.vllm, self.fields)
 
     @property
     def verdict(self) -> checkers.Verdict:
@@ -221,7 +221,7 @@ def percent(x: float | None) -> str:
 
 
 def format_table(table: dict) -> str:
-    """Format = the task's shape (tasks.check); right = the answer the request asks for (checkers).
+    """Format = the task's shape (tasks.format_ok); right = the answer the request asks for (checkers).
     All prompts name held-out entities; "trained phrasings" word them like the training data."""
     groups = (f"{'adapter, trained phrasings':>26}  {'held-out phrasings 1':>27}  {'held-out phrasings 2':>27}  "
               f"{'base (no adapter)':>19}")

@@ -68,10 +68,10 @@ The package reads top to bottom: :mod:`.names` (what the checker knows by name),
 """
 
 from course_utils.paths import REPO
-from course_tools.vllm_api.cli import check, installed_root, main, source_tree, wheel_source
+from course_tools.vllm_api.cli import compare, installed_root, main, source_tree, wheel_source
 from course_tools.vllm_api.course import Collector, Use, drop_prefixes, collect, collect_code, shell_flags
 from course_tools.vllm_api.names import CLASSES, ENGINE_ARGS, SHOWN_ABSENT, TYPES
 from course_tools.vllm_api.tree import Tree
 
 __all__ = ["CLASSES", "ENGINE_ARGS", "REPO", "SHOWN_ABSENT", "TYPES", "Collector", "Tree", "Use", "drop_prefixes",
-           "check", "collect", "collect_code", "installed_root", "main", "shell_flags", "source_tree", "wheel_source"]
+           "compare", "collect", "collect_code", "installed_root", "main", "shell_flags", "source_tree", "wheel_source"]

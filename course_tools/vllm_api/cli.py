@@ -15,7 +15,8 @@ from course_tools.vllm_api.names import SHOWN_ABSENT
 from course_tools.vllm_api.tree import Tree
 
 
-def check(uses: dict, tree: Tree) -> list[dict]:
+def compare(uses: dict, tree: Tree) -> list[dict]:
+    """One row per name the course uses: found in the vLLM source tree, or how it is missing."""
     rows = []
     for (kind, name), use in sorted(uses.items()):
         found = tree.has(kind, name)
@@ -91,7 +92,7 @@ def main(argv=None) -> int:
             return 1
         print(f"check-vllm-api: skipped: {e} (with --require this fails)")
         return 0
-    rows = check(collect(), tree)
+    rows = compare(collect(), tree)
     missing = [r for r in rows if r["status"] == "MISSING"]
     shown = rows if args.all else missing + [r for r in rows if r["status"] == "shown absent"]
     width = max((len(r["name"]) for r in shown), default=4)

@@ -92,8 +92,8 @@ KERNEL_HINT = ("关掉不用的那个内核：JupyterLab 左侧栏“正在运�
                "Shut Down，或在那个笔记本里 Kernel > Shut Down Kernel；也可以在终端里用上面的 kill 命令")
 
 
-def check(gpu_text: str, apps_text: str, utilization: float, device: int = 0, me=None,
-          what: str = "引擎", seen=()) -> str | None:
+def room_problem(gpu_text: str, apps_text: str, utilization: float, device: int = 0, me=None,
+                 what: str = "引擎", seen=()) -> str | None:
     """None when ``utilization`` x the CUDA total fits in the free memory of GPU ``device``, else what to say.
 
     ``me``: this kernel's pids (a pid or a set: itself and its descendants; default this process), whose
@@ -208,11 +208,11 @@ def ensure_room(utilization: float, device: int = 0, what: str = "引擎") -> No
 
     gpu_text = run(GPU_QUERY) or run(GPU_QUERY_OLD)
     apps_text = run(APPS_QUERY)
-    problem = check(gpu_text, apps_text, utilization, device, me=set(), what=what)
+    problem = room_problem(gpu_text, apps_text, utilization, device, me=set(), what=what)
     if problem:
         mine = kernel_pids()
         seen = visible_holders(mine) if not parse_apps(apps_text) else ()
-        raise GpuBusy(check(gpu_text, apps_text, utilization, device, me=mine, what=what, seen=seen) or problem)
+        raise GpuBusy(room_problem(gpu_text, apps_text, utilization, device, me=mine, what=what, seen=seen) or problem)
 
 
 def ensure_room_for(profile, what: str) -> None:

@@ -1,6 +1,6 @@
 """Is an output *right*, not just well-formed? One checker per task, each returning a :class:`Verdict`.
 
-:func:`course_utils.tinyworld.tasks.check` asks whether an output has its task's *format*
+:func:`course_utils.tinyworld.tasks.format_ok` asks whether an output has its task's *format*
 (a SELECT on the right table, an apology, a record with five labels, JSON with four keys).
 The checkers here ask whether it is the right *answer* for the request, from the Example's
 ``fields`` (the facts the request states):

@@ -470,7 +470,7 @@ def check_json(output: str, fields: dict) -> bool:
 CHECKERS = {"sql": check_sql, "support": check_support, "medical": check_medical, "json": check_json}
 
 
-def check(task: str, output: str, fields: dict) -> bool:
+def format_ok(task: str, output: str, fields: dict) -> bool:
     """True when ``output`` has ``task``'s format (and, for sql, the right table and condition)."""
     return CHECKERS[task](output, fields)
 
