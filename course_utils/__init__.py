@@ -12,13 +12,20 @@ The labs show the real vLLM code; these helpers do the plumbing. By concern:
 - ``memory/``: the memory model, live measurement of an engine, the layout figures;
 - ``engine/``: scheduler traces, throughput benchmarks, FLOP arithmetic, vLLM's own source;
 - ``server/``: starting, diagnosing and always stopping a vLLM OpenAI-compatible server, load tests;
-- ``tinyworld/``: the synthetic tasks, the tiny-model trainer, its quality gate, a demo;
-- ``gpu/``: the AutoDL GPU instance: checks, downloads, adapter training;
-- ``newadapter/``: Lab 08's new task, its training in a child process, the pre-check of the new folder;
-- ``selftest``: the self-test's questions, answered from the recordings;
-- ``exercises``: the labs' exercise checks (``cu.exercises.check(name, answer)``);
+- ``scale/``: Lab 07, two replicas behind Ray Serve (the driver process, the store, routing, traffic, metrics);
+- ``tinyworld/``: the tiny world's tasks (prompts, reference answers, the codebook) and the answer checkers;
+- ``gpu/``: whether a lab fits on the card before vLLM starts (``free``);
+- ``newadapter/``: Lab 08's new task, its training in a child process (``child``), the pre-check, the estimate;
+- ``selftest``: Lab 06, the self-test's figures, read from the recordings;
+- ``exercises``, ``answers``: the labs' exercise checks (``cu.exercises.check(name, answer)``), reading answers;
 - ``claims``: a lab's claim asserted where vLLM runs on the CPU, reported on GPU profiles (``cu.expect``,
-  ``cu.expect_rows``).
+  ``cu.expect_rows``);
+- infrastructure: ``processes`` (start, wait, stop), ``child`` (talking with a child process), ``loopback``
+  (127.0.0.1 only), ``vllm_env`` (every vLLM process's environment), ``vllm_patches`` (the course's vLLM plugin),
+  ``prometheus`` (reading /metrics).
+
+The maintainers' tools (lab runner, trainer, benchmarks, site, checks) are the package ``course_tools``, which no
+lab kernel imports (ARCHITECTURE.md).
 """
 
 from .adapters import AdapterError, AdapterRefused, adapter_refusal, check_adapter, read_adapter
