@@ -133,7 +133,14 @@ def stop_all() -> None:
 
 # -- the server ---------------------------------------------------------------------
 def _spawn(argv: list[str], env: dict, tag: str, label: str) -> tuple[processes.Started, Path]:
-    """Start ``argv`` (:func:`course_utils.processes.start`), its output in a new log file."""
+    """Start ``argv`` (:func:`course_utils.processes.start`), its output in a new log file.
+
+    Unlike the course's other children (the store, Lab 07's driver, Lab 08's trainer), a server is not started
+    with ``die_with_parent``: Linux sends that signal when the *thread* that started the child ends, not the
+    process, and servers are started from other threads too (a test's thread pool, a widget's callback), where
+    the server would die with the thread while the kernel still uses it. A kernel that dies without stopping
+    its servers (SIGKILL, a crash) is covered instead by the pid file and :func:`cleanup_stale` at the next
+    start, which also finds the engine processes reparented to init, by their tag."""
     fd, log = tempfile.mkstemp(prefix=f"vllm-{label}-", suffix=".log", dir=runtime_dir())
     with os.fdopen(fd, "wb") as logf:  # the server writes to its own copy of the descriptor
         started = processes.start(argv, env=env, tag=tag, stdout=logf, cwd=REPO, stop_at_exit=False)
