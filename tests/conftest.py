@@ -99,6 +99,24 @@ def no_cassette_left_open():
 
 
 @pytest.fixture
+def tiny_llm():
+    """Build a LoRA engine the way the labs do: ``tiny_llm(max_loras=2)`` is ``LLM(model=<base>, enable_lora=True,
+    max_lora_rank=<profile's>, max_loras=<profile's>, **<profile's engine settings>)`` with the overrides, on the
+    tiny profile unless ``prof=`` names another. vLLM is imported at the call (after any instrumentation the test
+    put in place); the test owns the engine (``del`` it to free it before the next)."""
+    def make(prof=None, **overrides):
+        from vllm import LLM
+
+        from course_utils.profiles import get_profile
+
+        prof = prof or get_profile("tiny")
+        knobs = {"max_lora_rank": prof.max_lora_rank, "max_loras": prof.max_loras, **overrides}
+        return LLM(model=prof.base_model, enable_lora=True, **prof.engine_kwargs(**knobs))
+
+    return make
+
+
+@pytest.fixture
 def recordings(tmp_path, monkeypatch):
     """An empty recordings folder: sessions opened in the test read and write here, not in data/."""
     from course_utils.replay import session

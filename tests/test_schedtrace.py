@@ -187,8 +187,8 @@ def test_gantt_draws_one_panel_per_trace():
 @pytest.mark.live
 @pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
 @pytest.mark.fresh_process
-def test_live_trace_on_the_tiny_model(recordings):
-    from vllm import LLM, SamplingParams
+def test_live_trace_on_the_tiny_model(recordings, tiny_llm):
+    from vllm import SamplingParams
     from vllm.lora.request import LoRARequest
 
     from course_utils.chat import chat_prompt
@@ -202,8 +202,7 @@ def test_live_trace_on_the_tiny_model(recordings):
     sp = SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
 
     def engine(max_loras):
-        return LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=max_loras, max_cpu_loras=3,
-                   **prof.engine_kwargs())
+        return tiny_llm(max_loras=max_loras, max_cpu_loras=3)
 
     one = schedtrace.run(engine(1), prompts, sp, reqs, label="1")  # that engine goes before the next starts
     llm = engine(3)

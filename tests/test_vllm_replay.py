@@ -73,7 +73,7 @@ def test_lora_request_checks_like_vllm(lab_session):
 @pytest.mark.live
 @pytest.mark.skipif(not (TINY / "base" / "config.json").is_file(), reason="no tiny base model (make tiny-world)")
 @pytest.mark.fresh_process
-def test_keys_recorded_from_real_vllm_are_found_by_the_stand_ins(recordings):
+def test_keys_recorded_from_real_vllm_are_found_by_the_stand_ins(recordings, tiny_llm):
     """The same lab code, once against real vLLM (recording) and once against the stand-ins (replay)."""
     from course_utils.chat import chat_prompt
     from course_utils.profiles import get_profile
@@ -84,10 +84,10 @@ def test_keys_recorded_from_real_vllm_are_found_by_the_stand_ins(recordings):
     s = session.set_current(Session("keys", "tiny", "live", recording=True))
     s.on_close(vllm_calls.instrument())
     vllm_calls.record_facts(s)
-    from vllm import LLM, SamplingParams
+    from vllm import SamplingParams
     from vllm.lora.request import LoRARequest
 
-    llm = LLM(model=prof.base_model, enable_lora=True, max_lora_rank=64, max_loras=2, **prof.engine_kwargs())
+    llm = tiny_llm(max_loras=2)
     sql = LoRARequest("sql", 1, prof.adapter("sql"))
     llm.llm_engine.add_lora(sql)
     llm.generate(prompts, SamplingParams(temperature=0, max_tokens=8), lora_request=[sql, None], use_tqdm=False)
