@@ -10,13 +10,14 @@ from .replay.session import Session
 from .tinyworld.tasks import TASKS
 
 
-def banner(profile: Profile, session: Session) -> str:
-    if session.mode == "replay":
-        p = session.provenance
+def banner(profile: Profile, current: Session) -> str:
+    """The banner for the lab's session ``current``."""
+    if current.mode == "replay":
+        p = current.provenance
         mode = f"replay (read mode: recorded {p.get('date', '?')} with `{p.get('command', '?')}`)"
         hardware, version = p.get("hardware", "?"), p.get("vllm_version", "?")
     else:
-        mode = "live" + (f" (recording to {short_path(session.path)})" if session.recording else "")
+        mode = "live" + (f" (recording to {short_path(current.path)})" if current.recording else "")
         hardware, version = session.hardware_description(), session.installed_vllm_version()
     return "\n".join([
         f"mode:     {mode}",
