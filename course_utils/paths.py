@@ -55,8 +55,7 @@ def short_path(path) -> str:
     """A path as the page shows it: relative to the checkout, so the same wherever the course is checked out. A path
     from another checkout (a recording made elsewhere) is cut at the course's own folders (``data/tiny``, ``build/
     lab08``); anything else is shown as it is. The one way the course shows a path."""
-    p = str(path)
-    p = p[len(str(REPO)) + 1:] if p.startswith(str(REPO) + "/") else p
+    p = str(path).replace(str(REPO) + "/", "")     # also inside an argument: ``sql=<checkout>/data/tiny/...``
     m = re.search(r"(?:^|/)((?:data/tiny|build/lab08)/.*)$", p)
     return m.group(1) if m else p
 

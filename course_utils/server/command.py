@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..loopback import LOOPBACK
-from ..paths import REPO
+from ..paths import short_path
 from .. import vllm_env
 from ..profiles import Profile
 
@@ -132,7 +132,7 @@ class Launch:
                 a = "python"
             elif i == 0 and a == str(cli_script()):
                 a = "vllm"
-            shown.append(a.replace(str(REPO) + "/", ""))
+            shown.append(short_path(a))
         prefix = " ".join(f"{k}={v}" for k, v in self.env_changes().items() if k in SHOWN_ENV)
         line = shlex.join(shown)
         return (prefix + " " + line) if prefix else line
