@@ -27,8 +27,7 @@ _live: dict = {}
 
 
 def shelf(prof, copies: int) -> dict:
-    """Adapter name -> folder: each of the profile's adapters, and copies of it under more names (the lab lists the
-    names; the driver serves them)."""
+    """Adapter name -> folder: each of the profile's adapters, and copies of it under more names."""
     return {(name if c == 0 else f"{name}_{c + 1}"): folder
             for c in range(copies) for name, folder in prof.adapters.items()}
 
