@@ -4,25 +4,8 @@
     python -m course_tools.bench.opbench --quick          # one rank, one batch size
     python -m course_tools.bench.opbench --save           # ... and write the recording Lab 03 shows
 
-For each decoder-layer shape of Qwen2.5-7B (q/o 3584x3584, k/v 3584->512, gate/up 3584->18944,
-down 18944->3584; read from ``data/configs``), each rank, batch size (tokens) and number of distinct
-adapters in the batch, it times with torch on this machine's CPU:
-
-- **base**: the base projection ``F.linear(x, W)`` (W contiguous);
-- **vllm-cpu**: the LoRA delta through vLLM's own CPU ops, called as they are
-  (:func:`course_utils.engine.grouped_lora.vllm_cpu_delta`);
-- **grouped**: the delta grouped by adapter, one GEMM pair per adapter (:func:`grouped_delta`);
-- **merged**: ``F.linear(x, W + scale B A)``: the same GEMM as the base, so its per-token LoRA
-  cost is zero; the one-off merge and the extra copy of ``W`` per adapter are its price.
-
-One timing method for all: the same dtype and thread count, one warm-up round, then the median of
-at least ``MIN_REPS`` calls (more while under ``MIN_TIME`` seconds), the variants called in turns
-(:func:`median_times`). Rows of the batch take the
-adapters in turn (row t uses adapter t mod n), as decode rows of a mixed batch do.
-
-Each result is compared with the **FLOP ratio**: the LoRA FLOPs over the base FLOPs of the same
-projections, ``r (d_in + d_out) / (d_in d_out)`` (:mod:`course_utils.engine.flops`). A delta that
-costs exactly its FLOPs has overhead / FLOP ratio = 1.
+What is timed, and how, is written once, in :mod:`course_utils.engine.opbench` (the sweep itself lives there:
+Lab 03 runs a few seconds of it live). This module is its command line, the recording's provenance and saving.
 """
 
 from __future__ import annotations
