@@ -114,7 +114,7 @@ def _collect(running: dict) -> None:
         sys.stdout.write(log.read())
         sys.stdout.flush()
         log.close()
-        processes.forget(child.stop)
+        child.exited()           # reaped, off the registry
         if child.proc.returncode != 0:
             raise SystemExit(f"recording {lab} failed (exit {child.proc.returncode}): "
                              f"stopping the {len(running)} lab(s) still running")

@@ -3,6 +3,10 @@
 - :func:`start` runs a program as the leader of its own process group, tagged (below), optionally told by
   Linux to end with its parent (``die_with_parent``), and stopped at this interpreter's exit or on SIGTERM
   (SIGINT too outside a Jupyter kernel, where an interrupt must stay a cell interrupt) unless told not to.
+- The registry: :func:`children` lists what :func:`start` ran and nothing has stopped yet, each with its
+  ``owner`` (the :class:`~course_utils.server.Server`, the store, ...). A child started with ``pidfile`` also
+  leaves a pid file in :func:`runtime_dir`, so that :func:`cleanup_stale` can stop it from a later process
+  when this one died without stopping it (vLLM servers: why they need that is in ``server/process.py``).
 - :func:`wait_until` polls a condition on ``time.monotonic`` until it holds, a deadline passes, or the
   process it waits for ends.
 - :func:`stop` ends a program wherever its processes went (below): SIGTERM, a grace period, then SIGKILL
@@ -29,6 +33,7 @@ included.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import signal
 import subprocess
@@ -38,6 +43,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import psutil
@@ -274,11 +280,14 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child, between
 
 @dataclass
 class Started:
-    """A program :func:`start` ran: its ``proc`` (``subprocess.Popen``), ``tag``, and the ``grace`` its stop gives."""
+    """A program :func:`start` ran: its ``proc`` (``subprocess.Popen``), ``tag``, the ``grace`` its stop gives,
+    its ``owner`` (whoever manages it, or None) and its pid file (None without one)."""
 
     proc: subprocess.Popen
     tag: str
     grace: float = 10.0
+    owner: Any = None
+    pidfile: Path | None = None
     ended: list = field(default_factory=list)
 
     pid = property(lambda self: self.proc.pid)
@@ -293,7 +302,8 @@ class Started:
         return find(self.pid if self.running else None, pgid=self.pgid, tag=self.tag)
 
     def stop(self, grace: float | None = None) -> list[Ended]:
-        """Stop every process of the program (:func:`stop`) and collect its exit status."""
+        """Stop every process of the program (:func:`stop`), collect its exit status, and take it off the
+        registry (its pid file too)."""
         forget(self.stop)
         # an unreaped pid is still this program's; once reaped, its group and tag still find the rest
         self.ended += stop(self.pid if self.running else None, pgid=self.pgid, tag=self.tag,
@@ -302,30 +312,119 @@ class Started:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILLed above
             pass
+        self._off_the_registry()
         return self.ended
+
+    def exited(self) -> int:
+        """It ended by itself: reap it, take it off the registry (its pid file too), and return its exit status.
+        What it left running is not stopped here: the caller reports it or stops it."""
+        code = self.proc.wait()
+        forget(self.stop)
+        self._off_the_registry()
+        return code
+
+    def _off_the_registry(self) -> None:
+        if self in _children:
+            _children.remove(self)
+        if self.pidfile is not None:
+            self.pidfile.unlink(missing_ok=True)
 
 
 def start(argv: list[str], *, env: Mapping[str, str] | None = None, tag: str | None = None,
           cwd: str | os.PathLike | None = None, stdin: Any = subprocess.DEVNULL, stdout: Any = subprocess.DEVNULL,
           stderr: Any = subprocess.STDOUT, text: bool = False, die_with_parent: bool = False,
-          grace: float = 10.0, stop_at_exit: bool = True) -> Started:
+          grace: float = 10.0, stop_at_exit: bool = True, owner: Any = None, pidfile: str | None = None,
+          pidfile_info: Mapping[str, Any] | None = None) -> Started:
     """Run ``argv`` as the leader of a new session and process group, with ``tag`` (a new one by default) in its
-    environment (``env``, else this process's). ``die_with_parent``: Linux stops it when this process dies,
-    even by SIGKILL. ``stop_at_exit``: :func:`stop_at_exit` registers its stop (whoever manages it may register
-    its own instead, to clean up more than the processes)."""
+    environment (``env``, else this process's), and put it on the registry (:func:`children`) with its ``owner``.
+    ``die_with_parent``: Linux stops it when this process dies, even by SIGKILL. ``stop_at_exit``:
+    :func:`stop_at_exit` registers its stop (whoever manages it may register its own instead, to clean up more
+    than the processes). ``pidfile``: a name prefix; the child's pid file (:func:`cleanup_stale`) is written
+    with ``pidfile_info`` added."""
     tag = tag or new_tag()
     proc = subprocess.Popen(argv, env=with_tag(os.environ if env is None else env, tag), cwd=cwd, stdin=stdin,
                             stdout=stdout, stderr=stderr, text=text, start_new_session=True,
                             preexec_fn=_die_with_parent if die_with_parent and sys.platform == "linux" else None)
-    started = Started(proc, tag, grace)
+    started = Started(proc, tag, grace, owner)
+    _children.append(started)
+    if pidfile is not None:
+        started.pidfile = _write_pidfile(started, pidfile, argv, pidfile_info or {})
     if stop_at_exit:
         globals()["stop_at_exit"](started.stop)
     return started
 
 
+_children: list[Started] = []  # the registry: started here, not stopped yet
+
+
+def children() -> list[Started]:
+    """What :func:`start` ran in this process and nothing has stopped yet, oldest first."""
+    return list(_children)
+
+
+# -- pid files: a child whose parent died without stopping it ------------------------------------------
+def runtime_dir() -> Path:
+    """``$XDG_RUNTIME_DIR/multi-lora-course`` when that exists, else ``~/.cache/multi-lora-course/run``
+    (``COURSE_RUN_DIR`` overrides both)."""
+    override = os.environ.get("COURSE_RUN_DIR")
+    if override:
+        d = Path(override)
+    elif os.environ.get("XDG_RUNTIME_DIR") and Path(os.environ["XDG_RUNTIME_DIR"]).is_dir():
+        d = Path(os.environ["XDG_RUNTIME_DIR"]) / "multi-lora-course"
+    else:
+        d = Path.home() / ".cache" / "multi-lora-course" / "run"
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return d
+
+
+def _write_pidfile(started: Started, prefix: str, argv: list[str], info: Mapping[str, Any]) -> Path:
+    path = runtime_dir() / f"{prefix}{started.pid}.json"
+    path.write_text(json.dumps({
+        **info, "pid": started.pid, "pgid": started.pgid, "tag": started.tag, "cmdline": cmdline(started.pid) or argv,
+        "owner": os.getpid(), "owner_cmdline": cmdline(os.getpid()), "started": time.time()}))
+    return path
+
+
+def cleanup_stale(prefix: str) -> list[int]:
+    """Stop the children whose pid files (named ``prefix<pid>.json``) were left by a process that is gone;
+    returns their pids.
+
+    A pid file names the child's pid, its process group, its tag, the exact
+    command line and the process that started it. Only a pid whose command line
+    is still exactly that one is stopped (a reused pid is left alone); when the
+    pid is gone, the processes that still carry the child's tag are stopped.
+    """
+    stopped = []
+    for f in sorted(runtime_dir().glob(prefix + "*.json")):
+        try:
+            info = json.loads(f.read_text())
+            pid, owner = int(info["pid"]), int(info["owner"])
+        except (OSError, ValueError, KeyError, TypeError):
+            f.unlink(missing_ok=True)
+            continue
+        if owner != os.getpid() and alive(owner) and cmdline(owner) == info.get("owner_cmdline"):
+            continue  # another running process's child: not ours to stop
+        if owner == os.getpid() and any(c.pid == pid for c in _children):
+            continue  # one of this process's own running children
+        if alive(pid) and cmdline(pid) == info["cmdline"]:
+            ended = stop(pid, pgid=info.get("pgid"), tag=info.get("tag"))
+        else:
+            ended = stop(tag=info["tag"]) if info.get("tag") else []
+        if ended:
+            stopped.append(pid)
+        f.unlink(missing_ok=True)
+    return stopped
+
+
+# -- stopping at exit ----------------------------------------------------------------------------------
 _at_exit: list = []            # the stops stop_all() calls, last registered first
 _hooks_installed = False
 _previous_handlers: dict[int, Any] = {}
+
+
+def exit_stops() -> list[Callable[[], object]]:
+    """The stops :func:`stop_all` will call (at exit, on SIGTERM), in the order it calls them."""
+    return list(reversed(_at_exit))
 
 
 def stop_at_exit(stop: Callable[[], object]) -> None:

@@ -341,11 +341,11 @@ ALLOWED: dict[str, str] = {
         "CPU branch no measured process took (2 lines; first: 'return'): an edge or error path a unit test could take",
     'course_utils/processes.py::_on_signal':
         'edge: a SIGTERM/SIGINT to a kernel holding a server, with no earlier handler; the server tests stop processes by tag instead',
-    'course_utils/server/process.py::cleanup_stale':
+    'course_utils/processes.py::cleanup_stale':
         "CPU branch no measured process took (5 lines; first: 'except (OSError, ValueError, KeyError, TypeError):'): an edge or error path a unit test could take",
     'course_utils/loopback.py::port_free':
         "CPU branch no measured process took (1 lines; first: 'return True'): an edge or error path a unit test could take",
-    'course_utils/server/process.py::runtime_dir':
+    'course_utils/processes.py::runtime_dir':
         'CPU branch no measured process took (1 lines; first: \'d = Path(os.environ["XDG_RUNTIME_DIR"]) / "multi-lora-course"\'): an edge or error path a unit test could take',
     'course_utils/server/process.py::serve':
         "CPU branch no measured process took (1 lines; first: 'return Server(profile, lora_modules, **kw).start()'): an edge or error path a unit test could take",

@@ -10,8 +10,6 @@ TESTS = Path(__file__).resolve().parent
 PACKAGES = ("course_utils", "course_tools")
 
 ALLOWED = {
-    ("test_processes.py", "processes._at_exit"):
-        "the exit registry's own list: what stop_all() will stop (the registry's public form is issue 52's)",
     ("test_replay_lifecycle.py", "session._on_pre_run_cell"):
         "IPython's pre_run_cell handler: the test fires the event by hand, as IPython would",
     ("test_replay_lifecycle.py", "session._on_post_run_cell"):

@@ -7,6 +7,7 @@ processes it started.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -171,12 +172,27 @@ def test_start_leads_a_group_carries_a_tag_and_stops_everything():
     try:
         assert os.getpgid(started.pid) == started.pgid == started.pid != os.getpgid(0)
         assert processes.wait_until(lambda: processes.find(tag=started.tag), 5, interval=0.05)
-        assert started.stop in processes._at_exit, "stopped at exit unless told otherwise"
+        assert started.stop in processes.exit_stops(), "stopped at exit unless told otherwise"
         assert [p.pid for p in started.processes()] == [started.pid]
     finally:
         ended = started.stop(grace=5.0)
     assert [e.pid for e in ended] == [started.pid] and not started.running
-    assert started.stop not in processes._at_exit and processes.find(tag=started.tag) == []
+    assert started.stop not in processes.exit_stops() and processes.find(tag=started.tag) == []
+
+
+def test_the_registry_holds_each_started_child_with_its_owner_and_pid_file_until_stopped(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RUN_DIR", str(tmp_path / "run"))
+    owner = object()
+    started = processes.start(SLEEPER, owner=owner, pidfile="test-child-", pidfile_info={"port": 1})
+    try:
+        assert started in processes.children() and started.owner is owner
+        assert started.pidfile == processes.runtime_dir() / f"test-child-{started.pid}.json"
+        info = json.loads(started.pidfile.read_text())
+        assert (info["pid"], info["tag"], info["owner"], info["port"]) == (started.pid, started.tag, os.getpid(), 1)
+        assert processes.cleanup_stale("test-child-") == [], "a running child of this process is left alone"
+    finally:
+        started.stop(grace=5.0)
+    assert started not in processes.children() and not started.pidfile.exists()
 
 
 def test_stop_all_runs_the_registered_stops_last_first():
@@ -186,7 +202,7 @@ def test_stop_all_runs_the_registered_stops_last_first():
     processes.stop_at_exit(second)
     processes.stop_at_exit(first)            # once only
     processes.stop_all()
-    assert calls == ["second", "first"] and first not in processes._at_exit
+    assert calls == ["second", "first"] and first not in processes.exit_stops()
 
 
 def test_wait_until_returns_the_value_or_says_what_it_waited_for():

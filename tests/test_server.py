@@ -259,10 +259,10 @@ def test_stale_server_of_a_dead_kernel_is_stopped_after_checking_its_command_lin
         assert processes.alive(pid)
         # a pid file whose pid was reused by another program: left alone
         decoy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-        (server.runtime_dir() / f"{server.PIDFILE_PREFIX}{decoy.pid}.json").write_text(json.dumps(
+        (processes.runtime_dir() / f"{server.PIDFILE_PREFIX}{decoy.pid}.json").write_text(json.dumps(
             {"pid": decoy.pid, "pgid": decoy.pid, "cmdline": ["python", "-m", "vllm.entrypoints.openai.api_server"],
              "owner": 999999, "owner_cmdline": None}))
-        tag = json.loads((server.runtime_dir() / f"{server.PIDFILE_PREFIX}{pid}.json").read_text())["tag"]
+        tag = json.loads((processes.runtime_dir() / f"{server.PIDFILE_PREFIX}{pid}.json").read_text())["tag"]
         assert len(processes.find(tag=tag)) == 2, "the stand-in and its child carry the server's tag"
         stopped = server.cleanup_stale(verbose=False)
         assert stopped == [pid]
@@ -273,7 +273,7 @@ def test_stale_server_of_a_dead_kernel_is_stopped_after_checking_its_command_lin
     finally:
         if processes.alive(pid):
             os.killpg(pid, signal.SIGKILL)
-    assert not list(server.runtime_dir().glob("*.json"))
+    assert not list(processes.runtime_dir().glob("*.json"))
     _no_children_left(before)
 
 
@@ -397,7 +397,7 @@ def test_live_failed_starts_leave_no_process(tmp_path):
     assert "bad adapter path" in causes["missing"]
     assert "another base" in causes["foreign"]
     assert "killed" in causes["killed"]
-    assert not list(server.runtime_dir().glob("*.json")), "pid files are removed"
+    assert not list(processes.runtime_dir().glob("*.json")), "pid files are removed"
 
 
 # A copy of the tiny base whose generation_config.json carries sampling defaults, as Qwen2.5-7B-Instruct's does

@@ -109,8 +109,7 @@ def _train(prof, name, examples, rank, steps, target_modules, show=None) -> dict
                     result = said["stats"]
         code = trainer.proc.wait()
     finally:
-        trainer.stop()      # interrupted (Ctrl-C, a failed cell): the child goes too
-        processes.forget(trainer.stop)
+        trainer.stop()      # interrupted (Ctrl-C, a failed cell): the child goes too; off the registry
     if code != 0 or result is None:
         tail = "".join(log.read_text().splitlines(keepends=True)[-8:]) if log.is_file() else ""
         raise TrainingError(f"训练子进程失败（退出码 {code}）。日志：{short_path(log)}，最后几行：\n{tail}")

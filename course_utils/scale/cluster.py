@@ -105,7 +105,7 @@ def _stop(sweep: bool = True) -> None:
             pass
         if not processes.wait_until(lambda: not driver.running, 60.0, interval=0.2):
             processes.stop(driver.pid, grace=30.0)     # it did not leave: SIGTERM, then SIGKILL
-        driver.proc.wait()
+        driver.exited()                                # reaped, off the registry
     watch = _live.get("watch")
     if watch is not None:
         time.sleep(1.0)                 # one more sample after the stop

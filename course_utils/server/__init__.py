@@ -2,7 +2,7 @@
 
 ``from course_utils.server import Server`` is what the labs use. Where things are:
 
-- :mod:`.process`: the process manager (:class:`Server`, :func:`serve`, pid files, :func:`cleanup_stale`,
+- :mod:`.process`: the process manager (:class:`Server`, :func:`serve`, :func:`cleanup_stale`,
   :func:`stop_all`, :func:`running`);
 - :mod:`.command`: the command line and environment (:class:`~.command.Launch`, :func:`pretty_command`);
 - :mod:`.diagnose`: why a start failed (:class:`ServerError`, :func:`diagnose`, :data:`CAUSES`);
@@ -10,8 +10,8 @@
   :func:`lora_info_samples`, :func:`percentile`);
 - :mod:`.http`: the openai client's transport, recorded shell calls (:func:`shell`, :func:`short_path`).
 
-Starting, waiting for, finding and stopping processes (exit and signal hooks included) is
-:mod:`course_utils.processes`; the loopback address and free ports are :mod:`course_utils.loopback`.
+Starting, waiting for, finding and stopping processes (the registry of running children, pid files, exit and
+signal hooks included) is :mod:`course_utils.processes`; the loopback address and free ports are :mod:`course_utils.loopback`.
 """
 
 from ..loopback import free_port
@@ -24,7 +24,6 @@ from .process import (
     Server,
     cleanup_stale,
     running,
-    runtime_dir,
     serve,
     stop_all,
 )
@@ -32,5 +31,5 @@ from .process import (
 __all__ = [
     "CAUSES", "PIDFILE_PREFIX", "Launch", "RequestsTransport", "Server", "ServerError", "burst",
     "cleanup_stale", "diagnose", "free_port", "lora_info_samples", "percentile", "pretty_command", "queue_sample",
-    "run_load", "running", "runtime_dir", "serve", "shell", "short_path", "stop_all",
+    "run_load", "running", "serve", "shell", "short_path", "stop_all",
 ]

@@ -14,7 +14,8 @@ generated API key, and waits for ``/health``.
   ``COURSE_PROC_TAG``, reparented ones included) when the ``with`` block ends,
   on ``srv.stop()``, and at interpreter exit or on SIGTERM
   (:func:`course_utils.processes.stop_at_exit`).
-- Each server writes a pid file under the user's runtime folder. Before a new
+- Each server leaves a pid file under the user's runtime folder
+  (:func:`course_utils.processes.start` writes it; ``_spawn`` says why servers need one). Before a new
   start, servers left by an earlier, dead kernel of this course are stopped,
   after checking that the pid's command line is the one recorded (or, for the
   helpers of a server whose main process is gone, by its tag). Nothing is ever
@@ -29,7 +30,6 @@ started a server, each cell's HTTP is recorded and replayed by the lab's session
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -61,68 +61,19 @@ def default_ready_timeout(profile: Profile) -> float:
     return CPU_READY_TIMEOUT if profile.vllm_on_cpu else GPU_READY_TIMEOUT
 
 
-# -- where pid files live -------------------------------------------------------
-def runtime_dir() -> Path:
-    """``$XDG_RUNTIME_DIR/multi-lora-course`` when that exists, else ``~/.cache/multi-lora-course/run``."""
-    override = os.environ.get("COURSE_RUN_DIR")
-    if override:
-        d = Path(override)
-    elif os.environ.get("XDG_RUNTIME_DIR") and Path(os.environ["XDG_RUNTIME_DIR"]).is_dir():
-        d = Path(os.environ["XDG_RUNTIME_DIR"]) / "multi-lora-course"
-    else:
-        d = Path.home() / ".cache" / "multi-lora-course" / "run"
-    d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return d
-
-
-def _write_pidfile(srv: Server) -> Path:
-    path = runtime_dir() / f"{PIDFILE_PREFIX}{srv.pid}.json"
-    path.write_text(json.dumps({
-        "pid": srv.pid, "pgid": srv.pgid, "tag": srv.tag, "cmdline": processes.cmdline(srv.pid) or srv.command,
-        "owner": os.getpid(), "owner_cmdline": processes.cmdline(os.getpid()), "port": srv.port,
-        "log": str(srv.log_path), "started": time.time()}))
-    return path
-
-
+# -- this kernel's servers: the course's one process registry (course_utils.processes) ------------
 def cleanup_stale(verbose: bool = True) -> list[int]:
-    """Stop servers left by earlier kernels of this course (their owner is gone); returns their pids.
-
-    A pid file names the server's pid, its process group, its tag, the exact
-    command line and the kernel that started it. Only a pid whose command line
-    is still exactly that one is stopped (a reused pid is left alone); when the
-    pid is gone, the processes that still carry the server's tag are stopped.
-    """
-    stopped = []
-    for f in sorted(runtime_dir().glob(PIDFILE_PREFIX + "*.json")):
-        try:
-            info = json.loads(f.read_text())
-            pid, owner = int(info["pid"]), int(info["owner"])
-        except (OSError, ValueError, KeyError, TypeError):
-            f.unlink(missing_ok=True)
-            continue
-        if owner != os.getpid() and processes.alive(owner) and processes.cmdline(owner) == info.get("owner_cmdline"):
-            continue  # another running kernel's server: not ours to stop
-        if owner == os.getpid() and any(s.pid == pid for s in list(_live_servers)):
-            continue  # one of this kernel's own running servers
-        if processes.alive(pid) and processes.cmdline(pid) == info["cmdline"]:
-            ended = processes.stop(pid, pgid=info.get("pgid"), tag=info.get("tag"))
-        else:
-            ended = processes.stop(tag=info["tag"]) if info.get("tag") else []
-        if ended:
-            if verbose:
-                print(f"stopped a server left by an earlier kernel (pid {pid}, {len(ended)} processes)")
-            stopped.append(pid)
-        f.unlink(missing_ok=True)
+    """Stop servers left by earlier kernels of this course (their owner is gone), by their pid files
+    (:func:`course_utils.processes.cleanup_stale`); returns their pids."""
+    stopped = processes.cleanup_stale(PIDFILE_PREFIX)
+    if stopped and verbose:
+        print(f"停掉了之前某个内核留下的 {len(stopped)} 个服务（pid {', '.join(map(str, stopped))}）。")
     return stopped
-
-
-# -- this kernel's servers ------------------------------------------------------------
-_live_servers: list[Server] = []
 
 
 def running() -> list[Server]:
     """The servers this kernel started and has not stopped yet."""
-    return list(_live_servers)
+    return [c.owner for c in processes.children() if isinstance(c.owner, Server)]
 
 
 def stop_all() -> None:
@@ -132,8 +83,9 @@ def stop_all() -> None:
 
 
 # -- the server ---------------------------------------------------------------------
-def _spawn(argv: list[str], env: dict, tag: str, label: str) -> tuple[processes.Started, Path]:
-    """Start ``argv`` (:func:`course_utils.processes.start`), its output in a new log file.
+def _spawn(srv: Server) -> tuple[processes.Started, Path]:
+    """Start ``srv``'s command (:func:`course_utils.processes.start`, with a pid file), its output in a new log
+    file.
 
     Unlike the course's other children (the store, Lab 07's driver, Lab 08's trainer), a server is not started
     with ``die_with_parent``: Linux sends that signal when the *thread* that started the child ends, not the
@@ -141,9 +93,11 @@ def _spawn(argv: list[str], env: dict, tag: str, label: str) -> tuple[processes.
     the server would die with the thread while the kernel still uses it. A kernel that dies without stopping
     its servers (SIGKILL, a crash) is covered instead by the pid file and :func:`cleanup_stale` at the next
     start, which also finds the engine processes reparented to init, by their tag."""
-    fd, log = tempfile.mkstemp(prefix=f"vllm-{label}-", suffix=".log", dir=runtime_dir())
+    fd, log = tempfile.mkstemp(prefix=f"vllm-{srv.label}-", suffix=".log", dir=processes.runtime_dir())
     with os.fdopen(fd, "wb") as logf:  # the server writes to its own copy of the descriptor
-        started = processes.start(argv, env=env, tag=tag, stdout=logf, cwd=REPO, stop_at_exit=False)
+        started = processes.start(srv.command, env=srv.launch.env(), tag=srv.tag, stdout=logf, cwd=REPO,
+                                  stop_at_exit=False, owner=srv, pidfile=PIDFILE_PREFIX,
+                                  pidfile_info={"port": srv.port, "log": log})
     return started, Path(log)
 
 
@@ -203,7 +157,7 @@ class Server:
         self.tag = processes.new_tag()  # in the environment of every process of this server
         self.command = self.launch.argv(self.port or 0)
         self.started: processes.Started | None = None
-        self.log_path = self.pidfile = None
+        self.log_path = None
         self.ready_seconds: float | None = None
         self.shown_command = ""  # what the page prints: this run's line, or the recorded one in read mode
         self.replay = False
@@ -224,6 +178,7 @@ class Server:
     proc = property(lambda self: self.started.proc if self.started else None, doc="The server's subprocess.Popen.")
     pid = property(lambda self: self.started.pid if self.started else None)
     pgid = property(lambda self: self.started.pgid if self.started else None, doc="It leads its process group.")
+    pidfile = property(lambda self: self.started.pidfile if self.started else None)
 
     # -- URLs and clients -------------------------------------------------
     base_url = property(lambda self: f"http://{self.host}:{self.port or 0}")
@@ -255,7 +210,7 @@ class Server:
 
     def _start_live(self) -> dict:
         cleanup_stale(verbose=True)
-        for old in [s for s in _live_servers if s.label == self.label and s is not self]:
+        for old in [s for s in running() if s.label == self.label and s is not self]:
             # the lab's cell runs a second time: the first server would keep its port (and, on a GPU, the card)
             print(f"这个内核里已经有一个叫 {self.label!r} 的服务在运行（这一格运行过）：先停掉它，再起新的。")
             old.stop()
@@ -270,10 +225,8 @@ class Server:
         self.command = self.launch.argv(self.port)
         bypass_proxy()   # this kernel's health wait, openai client and the lab's requests: 127.0.0.1 never via a proxy
         t0 = time.monotonic()
-        self.started, self.log_path = _spawn(self.command, self.launch.env(), self.tag, self.label)
-        _live_servers.append(self)
-        processes.stop_at_exit(self.stop)  # and on SIGTERM: its pid file and log go too
-        self.pidfile = _write_pidfile(self)
+        self.started, self.log_path = _spawn(self)
+        processes.stop_at_exit(self.stop)  # and on SIGTERM: its log goes too
         try:
             _wait_ready(self, t0)
         except BaseException:
@@ -301,12 +254,8 @@ class Server:
         """Stop every process of the server (SIGTERM, then SIGKILL for what is left) and forget it."""
         if self.replay or self.started is None:
             return
-        self.started.stop()
+        self.started.stop()  # off the registry, its pid file too
         processes.forget(self.stop)
-        if self in _live_servers:
-            _live_servers.remove(self)
-        if self.pidfile is not None:
-            self.pidfile.unlink(missing_ok=True)
         if self.ready_seconds is not None and self.log_path is not None:
             self.log_path.unlink(missing_ok=True)  # a server that started fine: its log is not needed; a failed one's stays
 
