@@ -39,8 +39,14 @@ XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)),-n $(TEST_JOBS) $(1))
 TEST_ENV = $(if $(filter-out 0 1,$(TEST_JOBS)),OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE VLLM_CPU_OMP_THREADS_BIND=nobind)
 # nbval's sanitizer, kernel and timeout come from conftest.py, so a plain `pytest --nbval labs/` does the same.
 NBVAL := --nbval
-# Run a suite and print its wall time (`make test` prints one line per suite).
-timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
+# Run a suite and print its wall time (`make test` prints one line per suite). Under `make test` (COURSE_TIMINGS set
+# to $(TIMINGS_DIR)) the time also goes, as one JSON line written at once, into suites.jsonl there, which the end of
+# `make test` turns into TIMINGS.md (course_tools/timings.py); a suite run by hand records nothing. A failed suite
+# records its time and still fails.
+TIMINGS_DIR := build/timings
+timed = @t0=$$(date +%s); $(1); rc=$$?; s=$$(( $$(date +%s) - t0 )); echo "== $@: $$s s (exit $$rc)"; \
+  [ -z "$$COURSE_TIMINGS" ] || echo "{\"target\": \"$@\", \"seconds\": $$s, \"exit\": $$rc}" >> "$$COURSE_TIMINGS/suites.jsonl"; \
+  exit $$rc
 
 .PHONY: help setup setup-gpu run record test test-engines test-read lint test-unit test-fast test-stale test-replay test-live \
   test-rehearsal coverage-gpu check-vllm-api gpu-check gpu-check-cpu test-nbgrader nbgrader-course test-browser site \
@@ -116,13 +122,25 @@ record: $(LIVE_VENV)/.installed  ## re-record the labs for read mode (PROFILE=ti
 # JupyterLab with a course tag, so it comes last: the leftover checks of test-live and test-rehearsal stop every
 # tagged process they find (the read-mode suites start none).
 SIDE_BY_SIDE = $(MAKE) --no-print-directory -j2 --output-sync=target
-# The last line gives the two times issue 36 sets targets for: setup (the venvs; none if they are there), and the rest.
-test:  ## everything CI runs
-	@t0=$$(date +%s); $(SIDE_BY_SIDE) setup && t1=$$(date +%s) && echo "== setup: $$((t1 - t0)) s" \
+# The suites `make test` times, in the order it starts them: TIMINGS.md lists them so, and names those with no time.
+TEST_SUITES := lint check-vllm-api test-unit test-stale test-live test-rehearsal test-replay site test-site \
+  test-nbgrader test-browser
+# The measured times go into TIMINGS.md and nowhere else: each suite's (timed, above), test-unit's slowest tests (its
+# JUnit report), and the two times issue 36 sets targets for: setup (the venvs; none if they are there), and the rest.
+# TIMINGS.md is written whether the suites passed or not; `make test` fails if one failed.
+test:  ## everything CI runs; writes the time of each part into TIMINGS.md
+	@rm -rf $(TIMINGS_DIR) && mkdir -p $(TIMINGS_DIR) && export COURSE_TIMINGS="$(CURDIR)/$(TIMINGS_DIR)"; \
+	  t0=$$(date +%s); t1=; \
+	  $(SIDE_BY_SIDE) setup && t1=$$(date +%s) && echo "== setup: $$((t1 - t0)) s" \
 	  && $(MAKE) --no-print-directory lint check-vllm-api test-unit test-stale \
 	  && $(SIDE_BY_SIDE) test-engines test-read \
-	  && $(MAKE) --no-print-directory test-browser \
-	  && echo "make test: all green (setup $$((t1 - t0)) s, then $$(( $$(date +%s) - t1 )) s)"
+	  && $(MAKE) --no-print-directory test-browser; \
+	  rc=$$?; t2=$$(date +%s); t1=$${t1:-$$t2}; \
+	  $(PYTHON) -m course_tools.timings --suites "$(TEST_SUITES)" --started $$t0 --setup $$((t1 - t0)) \
+	    --rest $$((t2 - t1)) --exit $$rc --log $(TIMINGS_DIR)/suites.jsonl --junit $(TIMINGS_DIR)/test-unit.xml \
+	    --out TIMINGS.md || { [ $$rc != 0 ] || rc=1; }; \
+	  [ $$rc != 0 ] || echo "make test: all green (setup $$((t1 - t0)) s, then $$((t2 - t1)) s)"; \
+	  exit $$rc
 
 test-engines:  ## the suites that start vLLM, one after another: test-live, test-rehearsal
 	@$(MAKE) --no-print-directory -j1 test-live test-rehearsal
@@ -137,7 +155,8 @@ lint: $(VENV)/.installed  ## ruff check of course_utils, course_tools, tests, la
 
 # -rs: each skipped test says why, so a test that never runs here does not pass unseen.
 test-unit: $(VENV)/.installed  ## unit tests, the tiny world's quality gate, the trainer's smoke run
-	$(call timed,$(TEST_ENV) $(VENV)/bin/python -m pytest tests -q -rs --durations=20 $(call XDIST,--dist worksteal) --ignore=tests/browser --ignore=tests/grading)
+	$(call timed,$(TEST_ENV) $(VENV)/bin/python -m pytest tests -q -rs --durations=20 $(call XDIST,--dist worksteal) \
+	  $(if $(COURSE_TIMINGS),--junitxml=$(COURSE_TIMINGS)/test-unit.xml) --ignore=tests/browser --ignore=tests/grading)
 
 # The tests that start no engine, server, kernel or trainer (markers live and slow: pyproject.toml): the quick loop.
 test-fast: $(VENV)/.installed  ## the unit tests that start no engine, server, kernel or trainer (under 90 s here)
