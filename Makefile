@@ -28,8 +28,8 @@ comma := ,
 # side: most of their time is one core importing vLLM, spawning an engine process or running a tiny model, so two
 # fill this 2-core machine. Each with one OpenMP thread (TEST_ENV): with torch's default of one thread per core,
 # two processes' OpenMP threads spin-wait on the same cores; Labs 01, 02 and 05 live took 87 s two at a time with
-# the default (162 s of CPU), 59 s with one thread each (96 s of CPU), 83 s one after the other (README, section
-# 测试). The outputs nbval compares are the same either way. `make record` and the labs keep the default.
+# the default (162 s of CPU), 59 s with one thread each (96 s of CPU), 83 s one after the other (2026-12-05).
+# The outputs nbval compares are the same either way. `make record` and the labs keep the default.
 # The training children (Lab 08, the tiny world's trainer) set two threads themselves: OMP_WAIT_POLICY=PASSIVE lets
 # a thread that waits at a barrier sleep instead of spinning on a core the other thread needs. Lab 08's 100-step
 # training beside two busy processes took 181 s (179 s of CPU) spinning, 17 s (14 s of CPU) passive; the arithmetic
@@ -62,7 +62,7 @@ help:  ## this list: every target, one line each
 # through jsonschema[format-nongpl]), and that module builds a Lark grammar at import, 1.8 s of CPU in every process
 # that imports jsonschema: each vLLM process (vLLM imports Ray, Ray imports jsonschema), each process that reads a
 # notebook (nbformat). Without it jsonschema leaves the IRI formats unchecked; nothing the course runs uses them.
-# One multiprocess engine start (three processes) took 41.5 s of CPU with it, 35.3 s without (README, section 测试).
+# One multiprocess engine start (three processes) took 41.5 s of CPU with it, 35.3 s without (2026-12-05).
 SLIM = $(1)/bin/pip uninstall -y -q rfc3987-syntax
 # $(call new_venv,DIR,EXTRAS[,PIP OPTIONS]): a venv with the course installed editable with those extras, slimmed.
 new_venv = $(PYTHON) -m venv $(1) && $(1)/bin/pip install -q --upgrade pip && $(1)/bin/pip install $(3) -e '.[$(2)]' \
@@ -185,7 +185,8 @@ test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval
 # entry point), Ray process and store carries a COURSE_PROC_TAG, which `processes leftovers` looks for (a zombie
 # has ended: its parent has not collected its exit status yet, which init does for Ray's reparented workers).
 LEFTOVERS = $(VENV)/bin/python -m course_utils.processes leftovers --stop
-# Two at a time, the longest labs first (README, per-lab times), so that the two workers end together.
+# Two at a time, the longest labs first (Lab 07's Ray Serve replicas, Lab 04's two servers, Lab 08's training, Lab
+# 03's many engines), so that the two workers end together.
 # $(call first,LAB ...): $(LABS) with those labs first, in that order.
 first = $(foreach l,$(addprefix labs/,$(1)),$(filter $(l),$(LABS))) $(filter-out $(addprefix labs/,$(1)),$(LABS))
 LIVE_ORDER = $(call first,07_scale_out.ipynb 04_server_lab.ipynb 08_your_adapter.ipynb 03_rank_and_max_loras.ipynb)
@@ -201,9 +202,9 @@ test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the sa
 # lab that starts an engine runs top to bottom with its own asserts (outputs are not compared with tiny's), Lab 06
 # quotes the recordings just made, and Lab 07 (CPU only) says so and is skipped, as on a 4090.
 REHEARSAL := build/rehearsal
-# Two at a time, the longest first (in the rehearsal of 5928f40's fresh clone: 03 283 s, 08 156, 04 141, 02 97,
-# 01 75, 05 62), so that Lab 03 does not start after the short ones; Lab 06 runs last whatever the order (it quotes
-# the others).
+# Two at a time, the longest first (Lab 03 starts the most engines, each a multiprocess one; then Lab 08's training
+# and Lab 04's servers), so that Lab 03 does not start after the short ones; Lab 06 runs last whatever the order (it
+# quotes the others).
 REHEARSAL_ORDER = $(call first,03_rank_and_max_loras.ipynb 08_your_adapter.ipynb 04_server_lab.ipynb 02_memory_layout.ipynb)
 test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/rehearsal (the GPU code path, on CPU)
 	@rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/labs $(REHEARSAL)/recordings && cp -r data/recordings/tiny $(REHEARSAL)/recordings/
