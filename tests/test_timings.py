@@ -68,7 +68,7 @@ def _sandbox(tmp_path):
     shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
     stubs = ["", "setup:", "\t@true",
              "lint check-vllm-api test-unit test-stale test-rehearsal test-replay site test-site test-nbgrader:",
-             "\t$(call timed,true)", "test-live:", "\t$(call timed,sleep 1; $(FAIL))", "test-browser:",
+             "\t$(call timed,true)", "test-live:", "\t$(call timed,$(FAIL))", "test-browser:",
              "\t$(call timed,true)", ""]
     with open(tmp_path / "Makefile", "a") as f:
         f.write("\n".join(stubs))
@@ -97,7 +97,7 @@ def test_make_test_records_a_failed_suite_writes_timings_md_and_still_fails(tmp_
     assert {r["target"]: r["exit"] for r in rows} == {
         "lint": 0, "check-vllm-api": 0, "test-unit": 0, "test-stale": 0, "test-live": 1,
         "test-replay": 0, "site": 0, "test-site": 0, "test-nbgrader": 0}     # test-rehearsal, test-browser never ran
-    assert next(r["seconds"] for r in rows if r["target"] == "test-live") >= 1
+    assert all(isinstance(r["seconds"], int) and r["seconds"] >= 0 for r in rows)
     text = (tmp_path / "TIMINGS.md").read_text(encoding="utf-8")
     assert "未通过" in text and "失败的部分：test-live" in text
     assert "这一份没有时间的部分：`test-rehearsal`、`test-browser`" in text
