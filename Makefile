@@ -28,8 +28,8 @@ comma := ,
 # side: most of their time is one core importing vLLM, spawning an engine process or running a tiny model, so two
 # fill this 2-core machine. Each with one OpenMP thread (TEST_ENV): with torch's default of one thread per core,
 # two processes' OpenMP threads spin-wait on the same cores; Labs 01, 02 and 05 live took 87 s two at a time with
-# the default (162 s of CPU), 59 s with one thread each (96 s of CPU), 83 s one after the other (README, section
-# 测试). The outputs nbval compares are the same either way. `make record` and the labs keep the default.
+# the default (162 s of CPU), 59 s with one thread each (96 s of CPU), 83 s one after the other (2026-12-05).
+# The outputs nbval compares are the same either way. `make record` and the labs keep the default.
 # The training children (Lab 08, the tiny world's trainer) set two threads themselves: OMP_WAIT_POLICY=PASSIVE lets
 # a thread that waits at a barrier sleep instead of spinning on a core the other thread needs. Lab 08's 100-step
 # training beside two busy processes took 181 s (179 s of CPU) spinning, 17 s (14 s of CPU) passive; the arithmetic
@@ -39,8 +39,14 @@ XDIST = $(if $(filter-out 0 1,$(TEST_JOBS)),-n $(TEST_JOBS) $(1))
 TEST_ENV = $(if $(filter-out 0 1,$(TEST_JOBS)),OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE VLLM_CPU_OMP_THREADS_BIND=nobind)
 # nbval's sanitizer, kernel and timeout come from conftest.py, so a plain `pytest --nbval labs/` does the same.
 NBVAL := --nbval
-# Run a suite and print its wall time (`make test` prints one line per suite).
-timed = @t0=$$(date +%s); $(1); rc=$$?; echo "== $@: $$(( $$(date +%s) - t0 )) s (exit $$rc)"; exit $$rc
+# Run a suite and print its wall time (`make test` prints one line per suite). Under `make test` (COURSE_TIMINGS set
+# to $(TIMINGS_DIR)) the time also goes, as one JSON line written at once, into suites.jsonl there, which the end of
+# `make test` turns into TIMINGS.md (course_tools/timings.py); a suite run by hand records nothing. A failed suite
+# records its time and still fails.
+TIMINGS_DIR := build/timings
+timed = @t0=$$(date +%s); $(1); rc=$$?; s=$$(( $$(date +%s) - t0 )); echo "== $@: $$s s (exit $$rc)"; \
+  [ -z "$$COURSE_TIMINGS" ] || echo "{\"target\": \"$@\", \"seconds\": $$s, \"exit\": $$rc}" >> "$$COURSE_TIMINGS/suites.jsonl"; \
+  exit $$rc
 
 .PHONY: help setup setup-gpu run record test test-engines test-read lint test-unit test-fast test-stale test-replay test-live \
   test-rehearsal coverage-gpu check-vllm-api gpu-check gpu-check-cpu test-nbgrader nbgrader-course test-browser site \
@@ -56,7 +62,7 @@ help:  ## this list: every target, one line each
 # through jsonschema[format-nongpl]), and that module builds a Lark grammar at import, 1.8 s of CPU in every process
 # that imports jsonschema: each vLLM process (vLLM imports Ray, Ray imports jsonschema), each process that reads a
 # notebook (nbformat). Without it jsonschema leaves the IRI formats unchecked; nothing the course runs uses them.
-# One multiprocess engine start (three processes) took 41.5 s of CPU with it, 35.3 s without (README, section 测试).
+# One multiprocess engine start (three processes) took 41.5 s of CPU with it, 35.3 s without (2026-12-05).
 SLIM = $(1)/bin/pip uninstall -y -q rfc3987-syntax
 # $(call new_venv,DIR,EXTRAS[,PIP OPTIONS]): a venv with the course installed editable with those extras, slimmed.
 new_venv = $(PYTHON) -m venv $(1) && $(1)/bin/pip install -q --upgrade pip && $(1)/bin/pip install $(3) -e '.[$(2)]' \
@@ -116,13 +122,25 @@ record: $(LIVE_VENV)/.installed  ## re-record the labs for read mode (PROFILE=ti
 # JupyterLab with a course tag, so it comes last: the leftover checks of test-live and test-rehearsal stop every
 # tagged process they find (the read-mode suites start none).
 SIDE_BY_SIDE = $(MAKE) --no-print-directory -j2 --output-sync=target
-# The last line gives the two times issue 36 sets targets for: setup (the venvs; none if they are there), and the rest.
-test:  ## everything CI runs
-	@t0=$$(date +%s); $(SIDE_BY_SIDE) setup && t1=$$(date +%s) && echo "== setup: $$((t1 - t0)) s" \
+# The suites `make test` times, in the order it starts them: TIMINGS.md lists them so, and names those with no time.
+TEST_SUITES := lint check-vllm-api test-unit test-stale test-live test-rehearsal test-replay site test-site \
+  test-nbgrader test-browser
+# The measured times go into TIMINGS.md and nowhere else: each suite's (timed, above), test-unit's slowest tests (its
+# JUnit report), and the two times issue 36 sets targets for: setup (the venvs; none if they are there), and the rest.
+# TIMINGS.md is written whether the suites passed or not; `make test` fails if one failed.
+test:  ## everything CI runs; writes the time of each part into TIMINGS.md
+	@rm -rf $(TIMINGS_DIR) && mkdir -p $(TIMINGS_DIR) && export COURSE_TIMINGS="$(CURDIR)/$(TIMINGS_DIR)"; \
+	  t0=$$(date +%s); t1=; \
+	  $(SIDE_BY_SIDE) setup && t1=$$(date +%s) && echo "== setup: $$((t1 - t0)) s" \
 	  && $(MAKE) --no-print-directory lint check-vllm-api test-unit test-stale \
 	  && $(SIDE_BY_SIDE) test-engines test-read \
-	  && $(MAKE) --no-print-directory test-browser \
-	  && echo "make test: all green (setup $$((t1 - t0)) s, then $$(( $$(date +%s) - t1 )) s)"
+	  && $(MAKE) --no-print-directory test-browser; \
+	  rc=$$?; t2=$$(date +%s); t1=$${t1:-$$t2}; \
+	  $(PYTHON) -m course_tools.timings --suites "$(TEST_SUITES)" --started $$t0 --setup $$((t1 - t0)) \
+	    --rest $$((t2 - t1)) --exit $$rc --log $(TIMINGS_DIR)/suites.jsonl --junit $(TIMINGS_DIR)/test-unit.xml \
+	    --out TIMINGS.md || { [ $$rc != 0 ] || rc=1; }; \
+	  [ $$rc != 0 ] || echo "make test: all green (setup $$((t1 - t0)) s, then $$((t2 - t1)) s)"; \
+	  exit $$rc
 
 test-engines:  ## the suites that start vLLM, one after another: test-live, test-rehearsal
 	@$(MAKE) --no-print-directory -j1 test-live test-rehearsal
@@ -137,7 +155,8 @@ lint: $(VENV)/.installed  ## ruff check of course_utils, course_tools, tests, la
 
 # -rs: each skipped test says why, so a test that never runs here does not pass unseen.
 test-unit: $(VENV)/.installed  ## unit tests, the tiny world's quality gate, the trainer's smoke run
-	$(call timed,$(TEST_ENV) $(VENV)/bin/python -m pytest tests -q -rs --durations=20 $(call XDIST,--dist worksteal) --ignore=tests/browser --ignore=tests/grading)
+	$(call timed,$(TEST_ENV) $(VENV)/bin/python -m pytest tests -q -rs --durations=20 $(call XDIST,--dist worksteal) \
+	  $(if $(COURSE_TIMINGS),--junitxml=$(COURSE_TIMINGS)/test-unit.xml) --ignore=tests/browser --ignore=tests/grading)
 
 # The tests that start no engine, server, kernel or trainer (markers live and slow: pyproject.toml): the quick loop.
 test-fast: $(VENV)/.installed  ## the unit tests that start no engine, server, kernel or trainer (under 90 s here)
@@ -166,7 +185,8 @@ test-replay: $(READ_VENV)/.installed  ## read mode, without vLLM or torch: nbval
 # entry point), Ray process and store carries a COURSE_PROC_TAG, which `processes leftovers` looks for (a zombie
 # has ended: its parent has not collected its exit status yet, which init does for Ray's reparented workers).
 LEFTOVERS = $(VENV)/bin/python -m course_utils.processes leftovers --stop
-# Two at a time, the longest labs first (README, per-lab times), so that the two workers end together.
+# Two at a time, the longest labs first (Lab 07's Ray Serve replicas, Lab 04's two servers, Lab 08's training, Lab
+# 03's many engines), so that the two workers end together.
 # $(call first,LAB ...): $(LABS) with those labs first, in that order.
 first = $(foreach l,$(addprefix labs/,$(1)),$(filter $(l),$(LABS))) $(filter-out $(addprefix labs/,$(1)),$(LABS))
 LIVE_ORDER = $(call first,07_scale_out.ipynb 04_server_lab.ipynb 08_your_adapter.ipynb 03_rank_and_max_loras.ipynb)
@@ -182,9 +202,9 @@ test-live: $(VENV)/.installed  ## live on the tiny profile: nbval against the sa
 # lab that starts an engine runs top to bottom with its own asserts (outputs are not compared with tiny's), Lab 06
 # quotes the recordings just made, and Lab 07 (CPU only) says so and is skipped, as on a 4090.
 REHEARSAL := build/rehearsal
-# Two at a time, the longest first (in the rehearsal of 5928f40's fresh clone: 03 283 s, 08 156, 04 141, 02 97,
-# 01 75, 05 62), so that Lab 03 does not start after the short ones; Lab 06 runs last whatever the order (it quotes
-# the others).
+# Two at a time, the longest first (Lab 03 starts the most engines, each a multiprocess one; then Lab 08's training
+# and Lab 04's servers), so that Lab 03 does not start after the short ones; Lab 06 runs last whatever the order (it
+# quotes the others).
 REHEARSAL_ORDER = $(call first,03_rank_and_max_loras.ipynb 08_your_adapter.ipynb 04_server_lab.ipynb 02_memory_layout.ipynb)
 test-rehearsal: $(VENV)/.installed  ## make record PROFILE=rehearsal into build/rehearsal (the GPU code path, on CPU)
 	@rm -rf $(REHEARSAL) && mkdir -p $(REHEARSAL)/labs $(REHEARSAL)/recordings && cp -r data/recordings/tiny $(REHEARSAL)/recordings/
@@ -297,7 +317,7 @@ tiny-adapters: $(VENV)/.installed  ## retrain only the four shelf adapters on th
 tiny-sibling: $(VENV)/.installed  ## retrain only data/tiny/foreign/sibling-sql (its sibling base goes to build/), minutes
 	$(VENV)/bin/python -m course_tools.tinyworld.trainer --only sibling
 
-tiny-ranks: $(VENV)/.installed  ## retrain only data/tiny/rank_sweep/ (the json recipe at ranks 1, 4, 16; the codebook at 1-64), about 15 minutes
+tiny-ranks: $(VENV)/.installed  ## retrain only data/tiny/rank_sweep/ (the json recipe at ranks 1, 4, 16; the codebook at 1-64), about 18 minutes
 	$(VENV)/bin/python -m course_tools.tinyworld.trainer --only ranks
 
 eval: $(VENV)/.installed  ## held-out quality table of the tiny world (vLLM + transformers/peft)

@@ -5,6 +5,7 @@ process a lab starts (Lab 08's trainer). They may import ``course_utils``; ``cou
 (``tests/test_packages.py`` checks both, and ``python -m course_tools.lab_modules`` counts what the labs load).
 
 - running and timing the labs: :mod:`.labrun`, :mod:`.labtime`, :mod:`.report`, :mod:`.notebooks`;
+- the measured times of ``make test``, written into ``TIMINGS.md``: :mod:`.timings`;
 - recordings up to date with the code: :mod:`.stale`; the count of what read mode loads: :mod:`.lab_modules`;
 - the tiny world's trainer, grammar and quality gate: :mod:`.tinyworld`;
 - the AutoDL GPU instance (checks, model download, adapter training): :mod:`.gpu`;

@@ -130,6 +130,11 @@ README_ON_SITE = {
     "见 `autodl/README.md`，一条": "见 {doc}`autodl`，一条",
     "网页由 `make site` 生成在 `build/site/`": "你正在看的就是它。网页由 `make site` 生成在 `build/site/`",
     "见 [ARCHITECTURE.md](ARCHITECTURE.md)（一屏）": "见仓库根目录的 `ARCHITECTURE.md`（一屏）",   # not a page of the site
+    "在 AutoDL 的 RTX 4090 上跑 7B：[autodl/README.md](autodl/README.md)": "在 AutoDL 的 RTX 4090 上跑 7B：{doc}`autodl`",
+    "先读 [ARCHITECTURE.md](ARCHITECTURE.md)；": "先读仓库根目录的 `ARCHITECTURE.md`；",
+    # TIMINGS.md: make test's measured times, in the repository only
+    "[TIMINGS.md](TIMINGS.md)（由 `make test` 生成）": "仓库根目录的 `TIMINGS.md`（由 `make test` 生成）",
+    "写进 [TIMINGS.md](TIMINGS.md) 里": "写进仓库根目录的 `TIMINGS.md` 里",
 }
 
 
