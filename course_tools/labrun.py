@@ -40,7 +40,7 @@ from course_utils.replay.session import recording_path
 
 TIMEOUT = 900         # seconds one cell may take (starting a vLLM server or a Ray Serve application takes minutes)
 KERNEL = "python3"    # this Python's own kernel, whatever kernel name the notebook's metadata gives
-QUOTES_OTHER_LABS = ("06_self_test",)   # reads the recordings the other labs make (course_utils/selftest.py)
+QUOTES_OTHER_LABS = ("06_self_test",)   # reads the recordings the other labs make (course_utils/recorded_figures.py)
 
 
 def execute(notebook: Path, out: Path, env: dict[str, str] | None = None) -> Path:

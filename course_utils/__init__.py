@@ -16,7 +16,7 @@ The labs show the real vLLM code; these helpers do the plumbing. By concern:
 - ``tinyworld/``: the tiny world's tasks (prompts, reference answers, the codebook) and the answer checkers;
 - ``gpu/``: whether a lab fits on the card before vLLM starts (``free``);
 - ``newadapter/``: Lab 08's new task, its training in a child process (``child``), the pre-check, the estimate;
-- ``selftest``: Lab 06, the self-test's figures, read from the recordings;
+- ``recorded_figures``: the figures Lab 06 quotes, read from the other labs' recordings;
 - ``exercises``, ``answers``: the labs' exercise checks (``cu.exercises.check(name, answer)``), reading answers;
 - ``claims``: a lab's claim asserted where vLLM runs on the CPU, reported on GPU profiles (``cu.expect``,
   ``cu.expect_rows``);

@@ -305,11 +305,11 @@ ALLOWED: dict[str, str] = {
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/traffic.py::send.one':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/selftest.py::lab03_figures':
+    'course_utils/recorded_figures.py::lab03_figures':
         "CPU branch no measured process took (2 lines; first: 'except Exception: # noqa: BLE001 - the question then says the recording is missing'): an edge or error path a unit test could take",
-    'course_utils/selftest.py::lab05_figures':
+    'course_utils/recorded_figures.py::lab05_figures':
         "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take",
-    'course_utils/selftest.py::load':
+    'course_utils/recorded_figures.py::load':
         'CPU branch no measured process took (1 lines; first: \'raise RecordingError(f"the self-test quotes {path.relative_to(REPO)}, which does not exist\'): an edge or error path a unit test could take',
     'course_utils/server/command.py::cli_works':
         "CPU branch no measured process took (2 lines; first: 'return False'): an edge or error path a unit test could take",

@@ -109,10 +109,10 @@ def test_lab04_status_codes_are_the_recorded_ones():
     """The status codes exercise 04.status expects are what the recorded vLLM server answered."""
     import yaml
 
-    from course_utils import selftest
+    from course_utils import recorded_figures
     from course_utils.replay.session import http_cassettes
 
-    refusals = selftest.lab04_figures("tiny")
+    refusals = recorded_figures.lab04_figures("tiny")
     assert refusals["rank"]["status"] == ex.LAB04_STATUS["rank above --max-lora-rank"]
     assert refusals["twice"]["status"] == ex.LAB04_STATUS["same name loaded again"]
     seen = set()

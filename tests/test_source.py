@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils import selftest
+from course_utils import recorded_figures
 from course_utils.engine import flops, source
 from course_tools.notebooks import code_cells
 
@@ -187,7 +187,7 @@ def test_flop_fraction_of_one_projection_and_linearity_in_rank():
 # ---------------------------------------------------------------------------
 
 def test_question_opens_on_click_and_prints_in_full():
-    q = selftest.Question(3, "Why <small>?", "Because a < b.\n\nSecond paragraph.", "Lab 01 recording")
+    q = recorded_figures.Question(3, "Why <small>?", "Because a < b.\n\nSecond paragraph.", "Lab 01 recording")
     bundle = q._repr_mimebundle_()
     assert bundle["text/html"].startswith("<details") and "&lt;small&gt;" in bundle["text/html"]
     assert bundle["text/plain"] == str(q) and "A: Because a < b." in str(q)

@@ -1,4 +1,4 @@
-"""The self-test (Lab 06): the figures its answers quote, read from what the other labs measured.
+"""The figures Lab 06 (the self-test) quotes, read from what the other labs measured.
 
 The figures are read from the labs' recordings (``data/recordings/<profile>/<lab>.json``:
 the recorded ``calls`` and ``facts``), or computed with the memory and FLOP

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from course_utils import paths, selftest
+from course_utils import paths, recorded_figures
 from course_utils.replay import session
 
 
@@ -23,7 +23,7 @@ def test_lab03_figures_count_steps_and_adapters_per_step():
         _trace(2, adapters, [[0, 1, 2]]),
         _trace(2, [None, None, None], [[0, 1, 2]]),  # a base-only run of the same size: not the mixed workload
     ]}
-    f = selftest.lab03_figures(rec)
+    f = recorded_figures.lab03_figures(rec)
     assert f["steps"] == {1: 2, 2: 1} and f["widest"] == {1: 1, 2: 2}
     assert (f["requests"], f["adapters"], f["base_rows"]) == (3, 2, 1)
 
@@ -40,44 +40,44 @@ def test_lab04_figures_read_the_refusals(tmp_path, monkeypatch):
         answer(500, "Worker failed with error 'LoRA rank 64 is greater than max_lora_rank 32.'"),
         answer(400, "The lora adapter 'sql' has already been loaded."),
     ]}))
-    monkeypatch.setattr(selftest, "recording_path", lambda profile, lab: tmp_path / f"{lab}.json")
+    monkeypatch.setattr(recorded_figures, "recording_path", lambda profile, lab: tmp_path / f"{lab}.json")
     monkeypatch.setattr(session, "recording_path", lambda profile, lab: tmp_path / f"{lab}.json")
-    f = selftest.lab04_figures("fake")
+    f = recorded_figures.lab04_figures("fake")
     assert f["rank"]["status"] == 500 and "greater than max_lora_rank" in f["rank"]["message"]
     assert f["twice"]["status"] == 400
 
 
 def test_lab04_figures_say_what_to_record(tmp_path, monkeypatch):
-    monkeypatch.setattr(selftest, "recording_path", lambda profile, lab: tmp_path / f"{lab}.json")
+    monkeypatch.setattr(recorded_figures, "recording_path", lambda profile, lab: tmp_path / f"{lab}.json")
     monkeypatch.setattr(paths, "REPO", tmp_path)             # the message shows the path relative to the checkout
     with pytest.raises(session.RecordingError, match="make record PROFILE=fake"):
-        selftest.lab04_figures("fake")
+        recorded_figures.lab04_figures("fake")
 
 
 def test_figures_name_the_labs_whose_recordings_lack_a_quoted_figure(monkeypatch):
-    monkeypatch.setattr(selftest, "load", lambda lab, profile="tiny": {"lab": lab})
-    monkeypatch.setattr(selftest, "lab01_figures", lambda rec: {"support_reused_id": "x", "sql_id1": "x",
+    monkeypatch.setattr(recorded_figures, "load", lambda lab, profile="tiny": {"lab": lab})
+    monkeypatch.setattr(recorded_figures, "lab01_figures", lambda rec: {"support_reused_id": "x", "sql_id1": "x",
                                                                  "support_right_id": "y", "single_request_adapter": "sql",
                                                                  "steps_max_loras_4": None, "steps_default": None})
-    monkeypatch.setattr(selftest, "lab03_figures", lambda rec: {"e2e": {"hidden": 1}})
-    monkeypatch.setattr(selftest, "lab04_figures", lambda profile: {"rank": {}, "twice": {}})
-    monkeypatch.setattr(selftest, "lab05_figures", lambda rec: {"ops_worst": 1e-6, "peft_worst": 0.0,  # exact: present
+    monkeypatch.setattr(recorded_figures, "lab03_figures", lambda rec: {"e2e": {"hidden": 1}})
+    monkeypatch.setattr(recorded_figures, "lab04_figures", lambda profile: {"rank": {}, "twice": {}})
+    monkeypatch.setattr(recorded_figures, "lab05_figures", lambda rec: {"ops_worst": 1e-6, "peft_worst": 0.0,  # exact: present
                                                                  "tolerance": 1e-4, "moved": []})
     with pytest.raises(session.RecordingError) as e:
-        selftest.figures("fake")
+        recorded_figures.figures("fake")
     said = str(e.value)
     assert "01_offline_multi_lora（steps_max_loras_4, steps_default）" in said and "05_source_tour（moved）" in said
     assert "03_rank" not in said and "peft_worst" not in said and "make record PROFILE=fake" in said
 
 
 def test_the_self_test_questions_live_in_its_notebook():
-    """Lab 06's cells hold the question templates; selftest.py holds no question text."""
+    """Lab 06's cells hold the question templates; recorded_figures.py holds no question text."""
     import re
     from pathlib import Path
 
     from course_tools.notebooks import code_cells
 
-    src = Path(selftest.__file__).read_text(encoding="utf-8")
+    src = Path(recorded_figures.__file__).read_text(encoding="utf-8")
     asks = [c for c in code_cells(Path(__file__).resolve().parents[1] / "labs" / "06_self_test.ipynb")
             if re.search(r"^ask\(\d+, ", c, re.MULTILINE)]
     assert len(asks) == 13 and "def questions" not in src and "会怎样" not in src
@@ -85,12 +85,12 @@ def test_the_self_test_questions_live_in_its_notebook():
 
 def test_a_profile_without_recordings_quotes_the_shipped_tiny_ones(capsys, monkeypatch, tmp_path):
     # Lab 06 on a 4090 before `make record PROFILE=qwen7b`: only tiny's recordings ship
-    assert selftest.recorded_profile("tiny") == "tiny" and capsys.readouterr().out == ""
+    assert recorded_figures.recorded_profile("tiny") == "tiny" and capsys.readouterr().out == ""
     monkeypatch.setenv("COURSE_RECORDINGS_DIR", str(tmp_path))
-    assert selftest.recorded_profile("qwen7b") == "tiny"
+    assert recorded_figures.recorded_profile("qwen7b") == "tiny"
     said = capsys.readouterr().out
     assert "配置 'qwen7b' 还没有 01_offline_multi_lora" in said and "make record PROFILE=qwen7b" in said
-    for lab in selftest.QUOTED_LABS:       # once it has its own, it quotes them
+    for lab in recorded_figures.QUOTED_LABS:       # once it has its own, it quotes them
         (tmp_path / "qwen7b").mkdir(exist_ok=True)
         (tmp_path / "qwen7b" / f"{lab}.json").write_text("{}")
-    assert selftest.recorded_profile("qwen7b") == "qwen7b"
+    assert recorded_figures.recorded_profile("qwen7b") == "qwen7b"
