@@ -45,7 +45,7 @@ def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: s
             print(notice)
         prof, mode = get_profile("tiny"), "replay"
     if mode == "live":
-        prof.check()
+        prof.require_runnable()
         apply_env(prof)
         bypass_proxy()                          # a proxy in the shell that started JupyterLab: not for 127.0.0.1
         quiet_libraries()

@@ -119,7 +119,7 @@ class Profile:
                 f"配置 {self.name!r} 没有叫 {name!r} 的 adapter；它有：{', '.join(self.adapters)}")
         return self.adapters[name]
 
-    def check(self) -> "Profile":
+    def require_runnable(self) -> "Profile":
         """Raise ProfileError unless the hardware, the build of vLLM and every file this profile needs are here."""
         if self.hardware == "cuda" and not self.rehearsed and not cuda_available():
             raise ProfileError(

