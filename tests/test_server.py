@@ -325,7 +325,8 @@ def test_replay_mode_starts_nothing(monkeypatch):
 # -- real servers (vLLM, tiny profile) --------------------------------------------------------
 # Each starts servers of its own (how they start, fail or stop is what it tests): a server that only has to run and
 # answer is conftest.py's tiny_server, shared by tests/test_tiny_server.py.
-live = [pytest.mark.live, pytest.mark.skipif(not HAVE_TINY, reason="no tiny base model (make tiny-world)")]
+live = [pytest.mark.live, pytest.mark.slow,
+        pytest.mark.skipif(not HAVE_TINY, reason="no tiny base model (make tiny-world)")]
 
 
 def _mark(f):
