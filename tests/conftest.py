@@ -116,6 +116,53 @@ def tiny_llm():
     return make
 
 
+def _server_leftovers(srv, children_before: set[int]) -> list[str]:
+    """What of a stopped server still runs: a new child of this process, a member of its group, a process with its
+    tag (reparented ones included); [] when nothing."""
+    def left():
+        kids = [p for p in psutil.Process().children(recursive=True)
+                if p.pid not in children_before and p.status() != psutil.STATUS_ZOMBIE]
+        return [f"pid {p.pid}: {' '.join(processes.cmdline(p.pid) or [])[:120]}"
+                for p in {p.pid: p for p in [*kids, *processes.find(pgid=srv.pgid, tag=srv.tag)]}.values()]
+
+    processes.wait_until(lambda: not left(), 5, interval=0.2)
+    return left()
+
+
+@pytest.fixture(scope="module")
+def tiny_server(tmp_path_factory):
+    """One running server of the tiny profile with the shelf adapters, for the tests of one module.
+
+    As vLLM's ``tests/entrypoints/openai`` do with their module-scoped ``server`` fixture (``RemoteOpenAIServer``):
+    the course's ``course_utils.server.serve(tiny, ["sql=<path>", "support=...", "json=...", "medical=..."])``
+    (the profile's own ``--max-lora-rank``/``--max-loras``, label ``tiny-server``) starts once per module that
+    uses it and is stopped after that module's last test; the next module gets a fresh process. For tests that
+    only need a running server and change nothing in it that another test would see (no adapter loaded or
+    unloaded, no other flag): a test of starting, stopping or failing, or one that changes the server, starts its
+    own. Its pid file and log go to a folder of its own (not the user's runtime folder, not a test's). At the
+    end it must still run (no test stopped it), and once stopped nothing of it may be left: no new child of this
+    process, no member of its process group, no process with its tag. Mark the tests ``live`` and ``slow``."""
+    from course_utils.profiles import get_profile
+    from course_utils.replay import session
+    from course_utils.server import serve
+
+    prof = get_profile("tiny")
+    if not (Path(prof.base_model) / "config.json").is_file():
+        pytest.skip("no tiny base model (make tiny-world)")
+    assert session.active() is None, "a lab session is open: its start would be recorded or replayed, not run"
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COURSE_RUN_DIR", str(tmp_path_factory.mktemp("tiny-server-run")))
+        srv = serve(prof, [f"{name}={path}" for name, path in prof.adapters.items()], label="tiny-server")
+    try:
+        yield srv
+        assert srv.running, "a test stopped the module's shared tiny_server (start a server of its own instead)"
+    finally:
+        srv.stop()
+    left = _server_leftovers(srv, before)
+    assert not left, f"the stopped tiny_server left processes behind: {left}"
+
+
 @pytest.fixture
 def recordings(tmp_path, monkeypatch):
     """An empty recordings folder: sessions opened in the test read and write here, not in data/."""

@@ -347,8 +347,6 @@ ALLOWED: dict[str, str] = {
         "CPU branch no measured process took (1 lines; first: 'return True'): an edge or error path a unit test could take",
     'course_utils/processes.py::runtime_dir':
         'CPU branch no measured process took (1 lines; first: \'d = Path(os.environ["XDG_RUNTIME_DIR"]) / "multi-lora-course"\'): an edge or error path a unit test could take',
-    'course_utils/server/process.py::serve':
-        "CPU branch no measured process took (1 lines; first: 'return Server(profile, lora_modules, **kw).start()'): an edge or error path a unit test could take",
     'course_utils/tinyworld/checkers.py::Verdict.__bool__':
         "CPU branch no measured process took (1 lines; first: 'return self.right'): an edge or error path a unit test could take",
     'course_utils/tinyworld/checkers.py::_medical_expected':

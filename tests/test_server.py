@@ -6,6 +6,8 @@ marked ``live`` start the real vLLM server on the tiny profile (about 25 s each
 on 2 CPU cores) and check that no process of the server survives, started or
 failed: not a child, not a member of its process group, not a reparented
 process carrying its tag. Every test only ever kills processes it started.
+What a running server lists, whom it answers, its engine process and its sockets are checked in
+tests/test_tiny_server.py, on one server that its tests share (conftest.py's ``tiny_server``).
 """
 
 from __future__ import annotations
@@ -321,34 +323,16 @@ def test_replay_mode_starts_nothing(monkeypatch):
 
 
 # -- real servers (vLLM, tiny profile) --------------------------------------------------------
-live = [pytest.mark.live, pytest.mark.skipif(not HAVE_TINY, reason="no tiny base model (make tiny-world)")]
+# Each starts servers of its own (how they start, fail or stop is what it tests): a server that only has to run and
+# answer is conftest.py's tiny_server, shared by tests/test_tiny_server.py.
+live = [pytest.mark.live, pytest.mark.slow,
+        pytest.mark.skipif(not HAVE_TINY, reason="no tiny base model (make tiny-world)")]
 
 
 def _mark(f):
     for m in live:
         f = m(f)
     return f
-
-
-@_mark
-def test_live_server_starts_answers_and_leaves_nothing():
-    import requests
-
-    before = _children()
-    with Server(TINY, [f"sql={TINY.adapter('sql')}"], max_lora_rank=16, max_loras=2, label="live-ok") as s:
-        assert s.ready_seconds < 120
-        r = requests.get(s.url("/v1/models"), headers=s.headers, timeout=10)
-        assert r.status_code == 200
-        ids = {m["id"] for m in r.json()["data"]}
-        assert {"base", "sql"} <= ids
-        assert requests.get(s.url("/v1/models"), timeout=10).status_code == 401
-        names = {" ".join(p.cmdline()) for p in s.processes()}
-        assert any("EngineCore" in n for n in names), names
-        socks = s.sockets()
-        assert any(c.listening and c.laddr == ("127.0.0.1", s.port) for c in socks)
-        assert all(c.laddr[0] == "127.0.0.1" and (not c.raddr or c.raddr[0] == "127.0.0.1") for c in socks), \
-            f"every socket of the server is on loopback: {socks}"
-    _nothing_left(s, before)
 
 
 @_mark
