@@ -89,6 +89,7 @@ class Watcher(threading.Thread):
             time.sleep(0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.live
 def test_rerunning_lab01s_engine_cell_releases_the_first_engine_before_the_second_starts(tmp_path):
     lab = notebooks.read(REPO / "labs" / "01_offline_multi_lora.ipynb")

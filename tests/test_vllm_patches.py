@@ -79,6 +79,7 @@ def test_base_rows_right_after_slot_reuse_offline(tiny_llm):
         assert texts(p, [None, sql]) == [base, sql_alone]  # same rows, after the same slot reuse
 
 
+@pytest.mark.slow
 @pytest.mark.live
 @needs_tiny
 def test_base_rows_right_after_slot_reuse_in_the_server():
