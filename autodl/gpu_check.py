@@ -272,7 +272,7 @@ def _gpu_profile(args):
     """The profile of steps 3 and 4 (qwen7b on a GPU, tiny on CPU), checked; ProfileError says what is missing."""
     from course_utils.profiles import apply_env, get_profile
 
-    prof = get_profile(step_profile_name(cuda_here(), args.profile)).check()
+    prof = get_profile(step_profile_name(cuda_here(), args.profile)).require_runnable()
     apply_env(prof)
     return prof
 

@@ -505,7 +505,7 @@ step 7 "检查并启动"
 ENV_FILE="$COURSE_MODELS_DIR/env.sh"
 if [ "$DRY_RUN" = 1 ]; then
   say "[dry-run] 将写入 $ENV_FILE（${KERNEL_ENV[*]%%=*}）"
-  run "$VPY" -c "from course_utils.profiles import get_profile; get_profile('$PROFILE').check()"
+  run "$VPY" -c "from course_utils.profiles import get_profile; get_profile('$PROFILE').require_runnable()"
 else
   {
     printf '# 由 autodl/setup.sh 写入：在终端里 source 它，就进入课程的环境\n'
@@ -515,7 +515,7 @@ else
   say "已写入 $ENV_FILE"
   if [ "$NO_GPU" = 1 ]; then
     say "--no-gpu：跳过配置检查（它需要 GPU）。"
-  elif ! "$VPY" -c "from course_utils.profiles import get_profile; p = get_profile('$PROFILE').check(); print(f'配置 {p.name} 就绪：{p.base_model}'); [print(f'  adapter {k}：{v}') for k, v in p.adapters.items()]"; then
+  elif ! "$VPY" -c "from course_utils.profiles import get_profile; p = get_profile('$PROFILE').require_runnable(); print(f'配置 {p.name} 就绪：{p.base_model}'); [print(f'  adapter {k}：{v}') for k, v in p.adapters.items()]"; then
     say "警告：配置还不完整（见上面的消息）。"
   fi
 fi

@@ -25,7 +25,7 @@ format, not the model's chat template.
 
 import course_utils as cu
 
-prof = cu.get_profile().check()   # COURSE_PROFILE: llama3b is the page's pair
+prof = cu.get_profile().require_runnable()   # COURSE_PROFILE: llama3b is the page's pair
 cu.profiles.apply_env(prof)       # the profile's environment, before vLLM is imported
 
 from vllm import LLM, SamplingParams  # noqa: E402

@@ -81,7 +81,7 @@ def test_a_gpu_lab_checks_for_room_when_it_starts(monkeypatch):
     from course_utils.profiles import Profile
 
     monkeypatch.setattr(free, "ensure_room", lambda u, device=0, what="": (_ for _ in ()).throw(free.GpuBusy(what)))
-    monkeypatch.setattr(Profile, "check", lambda self: self)
+    monkeypatch.setattr(Profile, "require_runnable", lambda self: self)
     monkeypatch.setattr(lab, "detect_mode", lambda: "live")
     monkeypatch.setattr(lab, "apply_env", lambda prof: None)
     with pytest.raises(free.GpuBusy, match="本实验"):
