@@ -39,7 +39,7 @@ class Profile:
     setup_hint: str = ""
     # A GPU-shaped profile run on CPU (the rehearsal): the course takes every branch it takes for ``hardware``
     # "cuda" (server launch, the free-memory check with nvidia-smi, CPU-only labs, GPU-only cells), while vLLM
-    # runs on the CPU. Only check() knows: it does not ask for CUDA.
+    # runs on the CPU. Only require_runnable() knows: it does not ask for CUDA.
     rehearsed: bool = False
 
     @property

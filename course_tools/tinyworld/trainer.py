@@ -99,6 +99,9 @@ class TrainConfig:
     max_positions: int = 256
     base_examples_per_task: int = 5000
     copy_examples: int = 10000  # "Repeat exactly: ..." practice for the base
+    # composed requests (grammar.py) per task in the base's corpus, with the task's generic replies, so that the base
+    # has read such messages before an adapter must find the entity in them (EXPERIMENTS.md section 7)
+    base_composed_per_task: int = 0
     base_steps: int = 12000
     base_lr: float = 3e-3
     adapter_examples: int = 6000
@@ -142,6 +145,12 @@ def base_corpus(cfg: TrainConfig) -> list[tuple[str, str, tuple[str, ...]]]:
             pairs.append((ex.prompt, ex.generic, copied_fields(ex, ex.generic, ex.prompt)))
             if ex.skill:
                 pairs.append((ex.skill, ex.answer, copied_fields(ex, ex.answer, ex.skill)))
+    for task in tasks.TASKS if cfg.base_composed_per_task else ():
+        rng = random.Random(f"base-composed-{task}-{cfg.seed}")
+        generic = next(t.generic for t in tasks.GENERATORS[task] if t.generic)
+        for ex in grammar.make_requests(task, cfg.base_composed_per_task, "train", cfg.seed + 2):
+            reply = rng.choice(generic).format(**ex.fields)
+            pairs.append((ex.prompt, reply, copied_fields(ex, reply, ex.prompt)))
     random.Random(cfg.seed).shuffle(pairs)
     return pairs
 
