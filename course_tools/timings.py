@@ -25,7 +25,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent   # not course_utils.paths: importing the course would need its venv
 SLOWEST = 20
 GENERATED = ("**这是生成的文件，请不要手改。** `make test` 结束时（通过与否）运行 `python3 -m course_tools.timings`，"
              "把这一次各部分的时间写进来，整个替换上一次的；要更新它，就再跑一次 `make test`"
