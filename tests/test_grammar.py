@@ -54,3 +54,17 @@ def test_no_heldout_phrasing_appears_in_training_prompts(task):
             rx = _slot_regex(template)
             hits = [p for p in prompts if rx.search(p)]
             assert not hits, (family, template, hits[:3])
+
+
+def test_no_heldout_phrasing_appears_in_the_base_corpus():
+    """Nor in what the base trains on (issue 53): every task's prompts and skill lines, the copy practice, and the
+    composed requests the base may read with generic replies (``TrainConfig.base_composed_per_task``; checked with
+    at least 2,500 per task, the experiments' setting, so that the recipe that ships is covered whatever it sets)."""
+    cfg = trainer.TrainConfig()
+    cfg.base_composed_per_task = max(cfg.base_composed_per_task, 2500)
+    prompts = "\n".join(p for p, *_ in trainer.base_corpus(cfg))
+    for family, by_task in phrasings.FAMILIES.items():
+        for task, templates in by_task.items():
+            for template in templates:
+                hit = _slot_regex(template).search(prompts)
+                assert not hit, (family, task, template, hit and hit.group(0))
