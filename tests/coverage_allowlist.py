@@ -357,6 +357,10 @@ ALLOWED: dict[str, str] = {
         'separate target: make demo (one heterogeneous batch); not in make test',
     'course_tools/tinyworld/demo.py::main':
         'separate target: make demo (one heterogeneous batch); not in make test',
+    'course_tools/tinyworld/experiment.py::main':
+        'separate command: python -m course_tools.tinyworld.experiment (hours of training; EXPERIMENTS.md section 7); tests/test_trainer.py runs experiment.run on a few steps',
+    'course_tools/tinyworld/experiment.py::parse_value':
+        'separate command: python -m course_tools.tinyworld.experiment parses its --set values (tests/test_trainer.py calls experiment.run directly)',
     'course_tools/tinyworld/quality.py::<module>':
         'separate target: make eval prints the held-out quality table; the quality gate in test-unit calls the rest',
     'course_tools/tinyworld/quality.py::base_copy':

@@ -42,3 +42,21 @@ def test_copied_tokens_get_the_copy_weight_and_prompt_tokens_none():
     assert heavy.replace(" ", "") == "Zuko30bakerLima"
     (_, _, plain), = trainer.encode_pairs(tok, [(prompt, reply)])
     assert set(plain[n_prompt:]) == {1.0}
+
+
+@pytest.mark.slow
+def test_an_experiment_trains_a_base_and_its_adapters_and_measures_them(tmp_path):
+    """course_tools.tinyworld.experiment (EXPERIMENTS.md section 7), on a few steps: a changed recipe field reaches
+    the base's corpus, the four adapters are trained on that base, and every measure is there for every task."""
+    pytest.importorskip("peft")
+    from course_tools.tinyworld import experiment
+
+    changes = {**trainer.SMOKE, "base_composed_per_task": 5}
+    result = experiment.run("smoke", changes, threads=1, out=tmp_path, n=2)
+    assert result["config"]["base_composed_per_task"] == 5
+    assert sorted(result["adapters"]) == sorted(trainer.ADAPTERS)
+    assert all((tmp_path / "smoke" / "adapters" / t / "adapter_config.json").is_file() for t in tasks.TASKS)
+    for task in tasks.TASKS:
+        assert {"adapter_right", "reworded_right", "reworded2_right", "base_right"} <= set(result["table"][task])
+        assert 0.0 <= result["base_copy"][task] <= 1.0
+    assert (tmp_path / "smoke" / "result.json").is_file() and experiment.summary_line(result).startswith("smoke")
