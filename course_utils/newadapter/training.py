@@ -22,7 +22,6 @@ import sys
 import time
 from pathlib import Path
 
-from .. import processes
 from ..child import heard
 from ..arch import quantization
 from ..errors import TrainingError
@@ -91,6 +90,8 @@ def _train(prof, name, examples, rank, steps, target_modules, show=None) -> dict
     job_file, log = OUT / f"{name}.job.json", OUT / f"{name}.train.log"
     job_file.write_text(json.dumps({**spec, "out": str(tmp)}, indent=1))
     t0 = time.monotonic()
+    from .. import processes   # live only: a reader's kernel never loads the registry
+
     trainer = processes.start([sys.executable, "-m", "course_utils.newadapter.child", str(job_file)],
                             stdout=subprocess.PIPE, text=True,
                             die_with_parent=True, cwd=str(REPO))

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 
-from .. import processes
 from ..paths import BUILD, REPO
 from .. import child
 from ..replay.record import replayable
@@ -48,6 +47,8 @@ def _ask(op: str, **args):
 def up(prof, copies: int = 2, replicas: int = 2, adapters_per_replica: int = 2) -> dict:
     """The store (each of the profile's adapters under ``copies`` names: sql, sql_2, ...), Ray on loopback,
     Serve, and the app with ``replicas`` replicas of the base; returns timings and facts."""
+    from .. import processes   # live only: a reader's kernel never loads the registry
+
     if _live:
         raise RuntimeError("the lab's cluster is already up: run down() first (or restart the kernel).")
     tag = processes.new_tag()                    # inherited by every process the driver starts
@@ -82,6 +83,8 @@ def run(stream: list, policy: str, concurrency: int = 4) -> dict:
 @replayable
 def down() -> dict:
     """Stop the app, Serve, Ray and the store; then check the sockets seen and the processes left."""
+    from .. import processes   # live only: a reader's kernel never loads the registry
+
     watch = _live.get("watch")
     if watch is None:
         return {"stopped": "nothing was running"}
@@ -97,6 +100,8 @@ def down() -> dict:
 def _stop(sweep: bool = True) -> None:
     """Stop whatever is up; never raises. The driver stops Ray and the store, then exits; with ``sweep``,
     whatever still carries the cluster's tag is stopped too (a failed start, the kernel's exit)."""
+    from .. import processes   # live only: a reader's kernel never loads the registry
+
     driver = _live.get("driver")
     if driver is not None and driver.running:
         try:

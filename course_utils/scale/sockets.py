@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from .. import processes
 from ..loopback import is_loopback
 
 
@@ -28,11 +27,15 @@ class SocketWatch(threading.Thread):
         self.pids: set[int] = set()
 
     def run(self):
+        from .. import processes
+
         while not self._stop_event.is_set():
             self.sample(processes.find(tag=self.tag))
             self._stop_event.wait(self.interval)
 
     def sample(self, procs) -> None:
+        from .. import processes
+
         self.pids.update(p.pid for p in procs)
         for s in processes.sockets(procs):
             self.observations += 1
@@ -56,6 +59,8 @@ class SocketWatch(threading.Thread):
 
 def survivors(tag: str, timeout: float = 20.0) -> list[str]:
     """The processes carrying ``tag`` still running after up to ``timeout`` seconds ("pid name")."""
+    from .. import processes
+
     processes.wait_until(lambda: not processes.find(tag=tag), timeout, interval=0.5)
     left, out = processes.find(tag=tag), []
     for p in left:

@@ -31,12 +31,13 @@ started a server, each cell's HTTP is recorded and replayed by the lab's session
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .. import processes
 from ..loopback import bypass_proxy, free_port, port_free
 from ..paths import REPO
 from ..profiles import Profile
@@ -46,6 +47,16 @@ from ..replay.record import recorded
 from .command import Launch
 from .diagnose import log_tail, start_failure
 from .http import openai_client
+
+if TYPE_CHECKING:
+    from ..processes import Started
+
+
+def _processes():
+    """The registry (:mod:`course_utils.processes`), imported when a server starts: a reader's kernel never needs it."""
+    from .. import processes
+
+    return processes
 
 PIDFILE_PREFIX = "vllm-server-"
 # How long a start may take before the server counts as failed. CPU profiles: the course's measured starts (the
@@ -65,15 +76,17 @@ def default_ready_timeout(profile: Profile) -> float:
 def cleanup_stale(verbose: bool = True) -> list[int]:
     """Stop servers left by earlier kernels of this course (their owner is gone), by their pid files
     (:func:`course_utils.processes.cleanup_stale`); returns their pids."""
-    stopped = processes.cleanup_stale(PIDFILE_PREFIX)
+    stopped = _processes().cleanup_stale(PIDFILE_PREFIX)
     if stopped and verbose:
         print(f"停掉了之前某个内核留下的 {len(stopped)} 个服务（pid {', '.join(map(str, stopped))}）。")
     return stopped
 
 
 def running() -> list[Server]:
-    """The servers this kernel started and has not stopped yet."""
-    return [c.owner for c in processes.children() if isinstance(c.owner, Server)]
+    """The servers this kernel started and has not stopped yet (the registry's: :func:`course_utils.processes.children`).
+    A kernel that never imported the registry started nothing (read mode), so the answer is then empty without it."""
+    registry = sys.modules.get("course_utils.processes")
+    return [] if registry is None else [c.owner for c in registry.children() if isinstance(c.owner, Server)]
 
 
 def stop_all() -> None:
@@ -83,7 +96,7 @@ def stop_all() -> None:
 
 
 # -- the server ---------------------------------------------------------------------
-def _spawn(srv: Server) -> tuple[processes.Started, Path]:
+def _spawn(srv: Server) -> tuple[Started, Path]:
     """Start ``srv``'s command (:func:`course_utils.processes.start`, with a pid file), its output in a new log
     file.
 
@@ -93,6 +106,7 @@ def _spawn(srv: Server) -> tuple[processes.Started, Path]:
     the server would die with the thread while the kernel still uses it. A kernel that dies without stopping
     its servers (SIGKILL, a crash) is covered instead by the pid file and :func:`cleanup_stale` at the next
     start, which also finds the engine processes reparented to init, by their tag."""
+    processes = _processes()
     fd, log = tempfile.mkstemp(prefix=f"vllm-{srv.label}-", suffix=".log", dir=processes.runtime_dir())
     with os.fdopen(fd, "wb") as logf:  # the server writes to its own copy of the descriptor
         started = processes.start(srv.command, env=srv.launch.env(), tag=srv.tag, stdout=logf, cwd=REPO,
@@ -125,6 +139,7 @@ def _wait_ready(srv: Server, t0: float) -> None:
                   f"捕获 CUDA graph；冷启动要几分钟），最多等 {srv.ready_timeout:.0f} 秒。进度在日志里：{srv.log_path}")
         return _healthy(srv)
 
+    processes = _processes()
     try:
         processes.wait_until(ready, t0 + srv.ready_timeout - time.monotonic(), interval=0.5,
                              proc=srv.proc, what=f"server {srv.label!r}")
@@ -154,9 +169,9 @@ class Server:
         self.profile, self.port, self.label = profile, port, label
         self.ready_timeout = default_ready_timeout(profile) if ready_timeout is None else ready_timeout
         self.launch = self.launch_class(profile, list(lora_modules), extra_env=dict(env or {}), **options)
-        self.tag = processes.new_tag()  # in the environment of every process of this server
+        self._tag: str | None = None
         self.command = self.launch.argv(self.port or 0)
-        self.started: processes.Started | None = None
+        self.started: Started | None = None
         self.log_path = None
         self.ready_seconds: float | None = None
         self.shown_command = ""  # what the page prints: this run's line, or the recorded one in read mode
@@ -172,8 +187,15 @@ class Server:
     def server_env_changes(self) -> dict:
         return self.launch.env_changes()
 
+    @property
+    def tag(self) -> str:
+        """The mark in the environment of every process of this server (:func:`course_utils.processes.new_tag`)."""
+        if self._tag is None:
+            self._tag = _processes().new_tag()
+        return self._tag
+
     def server_env(self) -> dict:
-        return processes.with_tag(self.launch.env(), self.tag)
+        return _processes().with_tag(self.launch.env(), self.tag)
 
     proc = property(lambda self: self.started.proc if self.started else None, doc="The server's subprocess.Popen.")
     pid = property(lambda self: self.started.pid if self.started else None)
@@ -226,7 +248,7 @@ class Server:
         bypass_proxy()   # this kernel's health wait, openai client and the lab's requests: 127.0.0.1 never via a proxy
         t0 = time.monotonic()
         self.started, self.log_path = _spawn(self)
-        processes.stop_at_exit(self.stop)  # and on SIGTERM: its log goes too
+        _processes().stop_at_exit(self.stop)  # and on SIGTERM: its log goes too
         try:
             _wait_ready(self, t0)
         except BaseException:
@@ -241,7 +263,7 @@ class Server:
 
     def sockets(self) -> list:
         """The inet sockets of the server's processes (where they listen and what they talk to)."""
-        return processes.sockets(self.processes())
+        return _processes().sockets(self.processes())
 
     def log_tail(self, n: int = 25) -> str:
         return log_tail(self.log_path, n)
@@ -255,7 +277,7 @@ class Server:
         if self.replay or self.started is None:
             return
         self.started.stop()  # off the registry, its pid file too
-        processes.forget(self.stop)
+        _processes().forget(self.stop)
         if self.ready_seconds is not None and self.log_path is not None:
             self.log_path.unlink(missing_ok=True)  # a server that started fine: its log is not needed; a failed one's stays
 
