@@ -51,12 +51,7 @@ def measure(world: Path, n: int = N) -> dict:
     for r in rows:
         r.vllm = r.hf               # the summary reads .vllm; here both are transformers + peft's
     table = quality.summarise(rows)
-    exs = [ex for task in tasks.TASKS for ex in tasks.make_examples(task, n, "heldout", 11)]
-    copy_rows = [quality.Row(ex.task, None, ex.skill, ex.fields) for ex in exs]
-    quality.run_hf(prof, copy_rows)
-    copy = {task: sum(r.hf == ex.answer for r, ex in zip(copy_rows, exs) if ex.task == task) / n
-            for task in tasks.TASKS}
-    return {"table": table, "base_copy": copy, "eval_seconds": round(time.time() - t0),
+    return {"table": table, "base_copy": quality.base_copy(prof, n), "eval_seconds": round(time.time() - t0),
             "wrong": quality.wrong_examples(rows, 2)}
 
 
