@@ -72,6 +72,33 @@ def test_metrics_pages_are_read_by_prometheus_clients_parser(monkeypatch):
     assert sample.labels["route"] == '/a"b,c' and sample.value == 2.0
 
 
+def test_counters_that_stay_short_raise_instead_of_giving_partial_numbers():
+    """Under load Ray's metrics have lagged past the wait (a CI run's hash pass): a real page on loopback whose
+    counters stay at 10 of 12 answered requests is an error that says so, not a split missing two requests."""
+    import http.server
+    import threading
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(PROM.encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        assert metrics.scrape_until(port, "scale", 10, timeout=1.0)["abc"]["requests"] == 10
+        with pytest.raises(RuntimeError, match="10 / 12"):
+            metrics.scrape_until(port, "scale", 12, timeout=1.0)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_the_socket_watch_sees_a_socket_off_loopback():
     import psutil
 

@@ -96,7 +96,10 @@ def run(stream: list, policy: str, concurrency: int) -> dict:
 
     client = traffic.send(_live["http_port"], _live["model_id"], stream, policy, concurrency)
     _live["requests"] += len(stream)
+    t0 = time.perf_counter()
     after = metrics.scrape_until(_live["metrics_port"], APP, _live["requests"])
+    print(f"{policy} pass: Ray's counters added up {time.perf_counter() - t0:.1f} s after the last answer",
+          file=sys.stderr)   # to the log (build/lab07/driver.log): how far the metrics lagged
     per_replica = metrics.difference(after, _live["served"])
     _live["served"] = after
     names = {r: f"replica {i}" for i, r in enumerate(sorted(per_replica))}   # Ray's ids change from run to run

@@ -35,14 +35,26 @@ def scrape(port: int, app: str) -> dict:
     return {r: {k: int(v) if math.isfinite(v) else v for k, v in d.items()} for r, d in sorted(per.items())}
 
 
-def scrape_until(port: int, app: str, requests: int, timeout: float = 30.0) -> dict:
-    """Ray flushes metrics every second here: poll until the replicas' request counters reach ``requests``
-    (after ``timeout`` s, what they say then)."""
+def scrape_until(port: int, app: str, requests: int, timeout: float = 120.0) -> dict:
+    """Poll until the replicas' request counters add up to ``requests`` (every request sent since ``up``; Serve
+    counts a request when it has answered it, and a failed one elsewhere), and return the scrape.
+
+    Ray flushes metrics about every second on an idle machine; under load it has taken more than 30 s. Numbers
+    read before the counters add up would be missing requests, so after ``timeout`` s this raises instead.
+    """
     def reached() -> dict | None:
         per = scrape(port, app)
         return per if sum(d.get("requests", 0) for d in per.values()) >= requests else None
 
-    return processes.wait_until(reached, timeout, interval=0.5) or scrape(port, app)
+    per = processes.wait_until(reached, timeout, interval=0.5)
+    if per:
+        return per
+    per = scrape(port, app)
+    seen = sum(d.get("requests", 0) for d in per.values())
+    raise RuntimeError(
+        f"Ray 的指标 {timeout:.0f} s 后只数到 {seen} / {requests} 个已回答的请求"
+        f"（每个副本：{ {r: d.get('requests', 0) for r, d in per.items()} }），每个副本的数字还不完整，所以不报出来。"
+        "机器太忙时 Ray 上报指标会落后：等别的任务结束，重启内核，再从头运行这个 lab。")
 
 
 def difference(after: dict, before: dict) -> dict:
