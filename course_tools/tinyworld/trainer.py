@@ -88,6 +88,11 @@ ADAPTERS: dict[str, AdapterSpec] = {
 class TrainConfig:
     seed: int = 1234
     vocab_size: int = 1024
+    # False: GPT-2-style spaces, glued to the word after them, so a word is cut one way after a space and another
+    # after a quote (" auto" -> Ġa ut o, "'auto" -> ' au to) and an adapter must re-spell what it copies into
+    # SQL or JSON. True: every space is a token of its own and a word is cut alike everywhere (EXPERIMENTS.md
+    # section 7; section 2 tried it before the copy drill existed, at 1,500 steps).
+    isolate_spaces: bool = False
     copy_drill_steps: int = 2000  # steps of random strings written twice before the base's corpus
     copy_weight: float = 1.0  # the base's loss weight of reply tokens copied from the prompt (the entities)
     adapter_copy_weight: float = 3.0  # the same for the adapters (EXPERIMENTS.md section 6)
@@ -170,8 +175,8 @@ def train_tokenizer(cfg: TrainConfig):
 
     GPT-2-style: a space is glued to the word after it. Merges are learned from training text only
     (training entities and made-up words, never a held-out entity), so an unseen name is spelled
-    with syllable-like pieces the model has copied many times. (Making every space a token of its
-    own, so that a word splits alike after a space and after a quote, copied worse: EXPERIMENTS.md.)
+    with syllable-like pieces the model has copied many times. ``cfg.isolate_spaces`` makes every space a
+    token of its own, so that a word splits alike after a space and after a quote (EXPERIMENTS.md sections 2, 7).
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -181,7 +186,9 @@ def train_tokenizer(cfg: TrainConfig):
         for ex in tasks.make_examples(task, 2000, "train", cfg.seed + 2):
             texts += [ex.prompt, ex.answer, ex.generic, ex.skill]
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = (pre_tokenizers.Sequence([pre_tokenizers.Split(" ", "isolated"), byte_level])
+                         if cfg.isolate_spaces else byte_level)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=cfg.vocab_size, special_tokens=SPECIAL_TOKENS,
