@@ -30,7 +30,7 @@ def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: s
     recorded); opening another lab closes the first lab's session and undoes what it patched.
 
     Live on a profile with a card (hardware "cuda": one engine per card), every later ``LLM(...)`` in the kernel
-    first shuts down the engine an earlier one built here (:func:`.vllm_patches.one_engine_per_card`), so that a
+    first shuts down the engine an earlier one built here (:func:`.engine.one_per_card.one_engine_per_card`), so that a
     re-run engine cell does not meet its own old engine on the card.
     """
     prof = get_profile(profile)
@@ -53,7 +53,7 @@ def start(lab: str, profile: str | None = None, quiet: bool = False, cpu_only: s
 
         ensure_room_for(prof, what=f"本实验（{prof.name} 配置）")
         if prof.hardware == "cuda":     # one engine per card: a re-run LLM(...) cell first releases the old engine
-            from .vllm_patches import one_engine_per_card
+            from .engine.one_per_card import one_engine_per_card
 
             one_engine_per_card(prof)
     recording = os.environ.get("COURSE_RECORD") == "1"

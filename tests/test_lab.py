@@ -105,11 +105,11 @@ def test_a_card_and_no_torch_selects_qwen7b(monkeypatch, tmp_path):
 def test_only_a_live_profile_with_a_card_gets_one_engine_per_card(monkeypatch):
     # L4: the hook that releases a re-run cell's old engine is for hardware "cuda" (qwen7b, llama3b, the
     # rehearsal); the tiny profile's labs may hold several in-process engines, and read mode runs no vLLM.
-    from course_utils import vllm_patches
+    from course_utils.engine import one_per_card
     from course_utils.replay import session
 
     installed = []
-    monkeypatch.setattr(vllm_patches, "one_engine_per_card", lambda prof: installed.append(prof.name))
+    monkeypatch.setattr(one_per_card, "one_engine_per_card", lambda prof: installed.append(prof.name))
     monkeypatch.setattr(lab, "apply_env", lambda prof: None)
     monkeypatch.setattr(lab, "quiet_libraries", lambda: None)
     monkeypatch.setattr(lab, "use_replay_vllm", lambda: None)

@@ -20,7 +20,7 @@ ALLOWED = {
         "the driver the kernel holds: after a driver that dies at start, nothing must be left held",
     ("test_vllm_patches.py", "vllm_patches._installed"):
         "whether the plugin installed itself in this process: what vLLM's entry point is meant to cause",
-    ("test_vllm_patches.py", "setattr(vllm_patches, '_engines')"):
+    ("test_one_per_card.py", "setattr(one_per_card, '_engines')"):
         "the engines the kernel built: one stuck stand-in for one test (monkeypatch restores them)",
     ("test_gpu_free.py", "setattr(process, '_spawn')"):
         "the server's spawn, replaced so that a busy card is seen to stop the start before anything is spawned",
