@@ -1,0 +1,47 @@
+"""Split the readers' answers into a tuning half and a held-out half (issue 54), once, with a fixed seed.
+
+    python3 tests/exercise_answers/split.py      # writes split.json next to this file; the same every time
+
+Each answer is named ``<reader>/<exercise>/<n>`` (its place in that reader's list). Per exercise, the right
+answers and the wrong ones are each shuffled with a seed made of SEED, the exercise and the label, and the
+first half (rounded down) of each goes to ``heldout``. The judge may be tuned on ``tuning`` only. An answer
+never moves between halves; answers added later get a split of their own, recorded beside this one.
+
+``TUNING_ONLY``: exercises whose answers these readers wrote after seeing an example that gives the answer
+away (the prompt that asked for 02.kv_page's answers showed 32768 and "32 KiB" as examples of the file's
+format): all of them go to ``tuning``; the held-out half for those exercises must come from readers who
+never saw that prompt.
+"""
+
+import json
+import random
+from pathlib import Path
+
+HERE = Path(__file__).parent
+SEED = 54
+READERS = ("a", "b", "c")
+TUNING_ONLY = {"02.kv_page"}
+
+
+def main() -> None:
+    groups: dict[tuple[str, bool], list[str]] = {}
+    for reader in READERS:
+        data = json.loads((HERE / f"reader_{reader}.json").read_text(encoding="utf-8"))
+        for exercise, entry in sorted(data["exercises"].items()):
+            for n, answer in enumerate(entry["answers"]):
+                groups.setdefault((exercise, answer["right"]), []).append(f"{reader}/{exercise}/{n}")
+    split = {"seed": SEED, "readers": list(READERS), "tuning_only": sorted(TUNING_ONLY), "tuning": [], "heldout": []}
+    for (exercise, right), names in sorted(groups.items()):
+        names = sorted(names)
+        random.Random(f"{SEED}:{exercise}:{right}").shuffle(names)
+        half = 0 if exercise in TUNING_ONLY else len(names) // 2
+        split["heldout"] += names[:half]
+        split["tuning"] += names[half:]
+    split["tuning"].sort()
+    split["heldout"].sort()
+    (HERE / "split.json").write_text(json.dumps(split, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"tuning {len(split['tuning'])}, held-out {len(split['heldout'])}")
+
+
+if __name__ == "__main__":
+    main()
