@@ -7,10 +7,10 @@ answers and the wrong ones are each shuffled with a seed made of SEED, the exerc
 first half (rounded down) of each goes to ``heldout``. The judge may be tuned on ``tuning`` only. An answer
 never moves between halves; answers added later get a split of their own, recorded beside this one.
 
-``TUNING_ONLY``: exercises whose answers these readers wrote after seeing an example that gives the answer
-away (the prompt that asked for 02.kv_page's answers showed 32768 and "32 KiB" as examples of the file's
-format): all of them go to ``tuning``; the held-out half for those exercises must come from readers who
-never saw that prompt.
+``TUNING_ONLY``: (reader, exercise) pairs whose answers were written after seeing an example that gives the
+answer away (the prompt of readers a, b and c showed 32768 and "32 KiB" as examples of the file's format,
+which is 02.kv_page's answer): all of them go to ``tuning``. Readers d, e and f answered 02.kv_page only, with
+a prompt that showed no value; their answers are split like every other exercise's.
 """
 
 import json
@@ -19,22 +19,28 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 SEED = 54
-READERS = ("a", "b", "c")
-TUNING_ONLY = {"02.kv_page"}
+READERS = ("a", "b", "c", "d", "e", "f")
+TUNING_ONLY = {("a", "02.kv_page"), ("b", "02.kv_page"), ("c", "02.kv_page")}
 
 
 def main() -> None:
     groups: dict[tuple[str, bool], list[str]] = {}
+    fixed: list[str] = []
     for reader in READERS:
         data = json.loads((HERE / f"reader_{reader}.json").read_text(encoding="utf-8"))
         for exercise, entry in sorted(data["exercises"].items()):
             for n, answer in enumerate(entry["answers"]):
-                groups.setdefault((exercise, answer["right"]), []).append(f"{reader}/{exercise}/{n}")
-    split = {"seed": SEED, "readers": list(READERS), "tuning_only": sorted(TUNING_ONLY), "tuning": [], "heldout": []}
+                name = f"{reader}/{exercise}/{n}"
+                if (reader, exercise) in TUNING_ONLY:
+                    fixed.append(name)
+                else:
+                    groups.setdefault((exercise, answer["right"]), []).append(name)
+    split = {"seed": SEED, "readers": list(READERS), "tuning_only": [f"{r}/{e}" for r, e in sorted(TUNING_ONLY)],
+             "tuning": list(fixed), "heldout": []}
     for (exercise, right), names in sorted(groups.items()):
         names = sorted(names)
         random.Random(f"{SEED}:{exercise}:{right}").shuffle(names)
-        half = 0 if exercise in TUNING_ONLY else len(names) // 2
+        half = len(names) // 2
         split["heldout"] += names[:half]
         split["tuning"] += names[half:]
     split["tuning"].sort()
