@@ -1,0 +1,45 @@
+"""The readers' answers (tests/exercise_answers, issue 54): enough of them for every exercise, and the split into
+tuning and held-out halves is the committed one (made once; an answer never moves between halves)."""
+
+import ast
+import importlib.util
+import json
+import re
+
+from course_utils.paths import REPO
+
+HERE = REPO / "tests" / "exercise_answers"
+
+
+def answers() -> dict[str, list[dict]]:
+    per: dict[str, list[dict]] = {}
+    for path in sorted(HERE.glob("reader_*.json")):
+        for exercise, entry in json.loads(path.read_text(encoding="utf-8"))["exercises"].items():
+            per.setdefault(exercise, []).extend(entry["answers"])
+    return per
+
+
+def test_every_exercise_has_fifteen_right_and_ten_wrong_answers_that_parse():
+    in_labs = {m for nb in (REPO / "labs").glob("*.ipynb")
+               for m in re.findall(r'exercises\.check\(\\"([0-9]{2}\.[a-z_0-9]+)\\"', nb.read_text(encoding="utf-8"))}
+    per = answers()
+    assert set(per) == in_labs
+    for exercise, items in per.items():
+        assert sum(a["right"] for a in items) >= 15 and sum(not a["right"] for a in items) >= 10, exercise
+        for a in items:
+            ast.parse(a["source"], mode="eval")
+            assert a["right"] or a.get("why"), (exercise, a["source"])
+
+
+def test_the_split_is_the_committed_one(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location("split", HERE / "split.py")
+    split = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(split)
+    for path in HERE.glob("reader_*.json"):
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    monkeypatch.setattr(split, "HERE", tmp_path)
+    split.main()
+    made = json.loads((tmp_path / "split.json").read_text(encoding="utf-8"))
+    assert made == json.loads((HERE / "split.json").read_text(encoding="utf-8"))
+    assert not set(made["tuning"]) & set(made["heldout"])
+    assert len(made["tuning"]) + len(made["heldout"]) == sum(len(v) for v in answers().values())
