@@ -346,7 +346,7 @@ bench-lora-load: $(VENV)/.installed  ## add_lora and /v1/load_lora_adapter by ad
 	$(VENV)/bin/python -m course_tools.bench.loadbench --save $(BENCH_OPTS)
 
 bench: $(LIVE_VENV)/.installed  ## tokens/s: base only vs mixed adapters at max_loras=N and max_loras=1 (BENCH_OPTS="--reps 5")
-	COURSE_PROFILE=$(PROFILE) $(LIVE_VENV)/bin/python -m course_utils.engine.bench $(BENCH_OPTS)
+	COURSE_PROFILE=$(PROFILE) $(LIVE_VENV)/bin/python -m course_tools.bench.engine $(BENCH_OPTS)
 
 clean:  ## remove build/ (what the targets write; the venvs and data/ stay)
 	rm -rf build

@@ -35,15 +35,15 @@ ALLOWED: dict[str, str] = {
         "CPU branch no measured process took (1 lines; first: 'return work'): an edge or error path a unit test could take",
     'course_utils/chat.py::template_of':
         'CPU branch no measured process took (1 lines; first: \'raise FileNotFoundError(f"no chat template in {folder} (chat_template.jinja or tokenizer_c\'): an edge or error path a unit test could take',
-    'course_utils/engine/bench.py::<module>':
+    'course_tools/bench/engine.py::<module>':
         'separate target: make bench (tokens/s, base vs mixed adapters); not in make test',
-    'course_utils/engine/bench.py::main':
+    'course_tools/bench/engine.py::main':
         'separate target: make bench (tokens/s, base vs mixed adapters); not in make test',
-    'course_utils/engine/bench.py::run_benchmark':
+    'course_tools/bench/engine.py::run_benchmark':
         'separate target: make bench (tokens/s, base vs mixed adapters); not in make test',
-    'course_utils/engine/bench.py::run_benchmark.measure':
+    'course_tools/bench/engine.py::run_benchmark.measure':
         'separate target: make bench (tokens/s, base vs mixed adapters); not in make test',
-    'course_utils/engine/bench.py::run_benchmark.start':
+    'course_tools/bench/engine.py::run_benchmark.start':
         'separate target: make bench (tokens/s, base vs mixed adapters); not in make test',
     'course_utils/engine/loadbench.py::<module>':
         'separate target: make bench-lora-load writes data/recordings/cpu/lora_load.json; not in make test',
@@ -71,7 +71,7 @@ ALLOWED: dict[str, str] = {
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_tools/bench/opbench.py::save':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
-    'course_utils/engine/opbench.py::sweep':
+    'course_utils/engine/opsweep.py::sweep':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::verdicts':
         "CPU branch no measured process took (1 lines; first: 'continue'): an edge or error path a unit test could take",
@@ -189,11 +189,11 @@ ALLOWED: dict[str, str] = {
         'separate target: make bench-labs (wall time of every lab); not in make test',
     'course_utils/memory/figures.py::explorer.redraw':
         "separate suite: make test-browser moves the knob in Chromium (not in make coverage-gpu's suites)",
-    'course_utils/memory/measure.py::_punica_bytes_of':
+    'course_utils/memory/inside_engine.py::punica_bytes_of':
         'CPU branch no measured process took (1 lines; first: \'raise MemoryModelError("the engine\\\'s model has no lora_manager, so it holds no Punica wrap\'): an edge or error path a unit test could take',
-    'course_utils/memory/measure.py::_weight_bytes_of':
+    'course_utils/memory/inside_engine.py::weight_bytes_of':
         "exported for students; no lab or test calls it (Lab 02 compares vLLM's own weight figure)",
-    'course_utils/memory/measure.py::engine_model':
+    'course_utils/memory/inside_engine.py::engine_model':
         'CPU branch no measured process took (1 lines; first: \'raise MemoryModelError("no model found at model_executor.driver_worker.worker.model_runner\'): an edge or error path a unit test could take',
     'course_utils/memory/measure.py::measure_weight_bytes':
         "exported for students; no lab or test calls it (Lab 02 compares vLLM's own weight figure)",
@@ -281,13 +281,13 @@ ALLOWED: dict[str, str] = {
         'separate target: make bench-scale writes data/recordings/cpu/scale_sweep.json; not in make test',
     'course_tools/bench/scale.py::sweep':
         'separate target: make bench-scale writes data/recordings/cpu/scale_sweep.json; not in make test',
-    'course_utils/scale/cluster.py::_ask':
+    'course_utils/scale/control.py::_ask':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/cluster.py::_stop':
+    'course_utils/scale/control.py::_stop':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/cluster.py::down':
+    'course_utils/scale/control.py::down':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/cluster.py::up':
+    'course_utils/scale/control.py::up':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/driver.py::main':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
@@ -303,7 +303,7 @@ ALLOWED: dict[str, str] = {
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/store.py::S3Store.stop':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/traffic.py::send.one':
+    'course_utils/scale/client.py::send.one':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/recorded_figures.py::lab03_figures':
         "CPU branch no measured process took (2 lines; first: 'except Exception: # noqa: BLE001 - the question then says the recording is missing'): an edge or error path a unit test could take",
@@ -323,13 +323,13 @@ ALLOWED: dict[str, str] = {
         "CPU branch no measured process took (1 lines; first: 'self._session.close()'): an edge or error path a unit test could take",
     'course_utils/server/http.py::shell':
         'CPU branch no measured process took (1 lines; first: \'raise RuntimeError(f"exit {out.returncode}: {out.stderr.strip()}")\'): an edge or error path a unit test could take',
-    'course_utils/server/load.py::_burst.sample':
+    'course_utils/server/loadgen.py::burst.sample':
         'CPU branch no measured process took: a /metrics read that fails during Lab 04\'s burst (the sample is skipped); added by reading issue 29\'s change, after the measured run',
     'course_utils/server/load.py::_loopback_only':
         'CPU branch no measured process took (1 lines; first: \'raise ValueError(f"{what} only targets a server on loopback")\'): an edge or error path a unit test could take',
-    'course_utils/server/load.py::_run_load':
+    'course_utils/server/loadgen.py::run_load':
         "CPU branch no measured process took (1 lines; first: 'done.set()'): an edge or error path a unit test could take",
-    'course_utils/server/load.py::_run_load.worker':
+    'course_utils/server/loadgen.py::run_load.worker':
         "CPU branch no measured process took (2 lines; first: 'except requests.RequestException as e:'): an edge or error path a unit test could take",
     'course_utils/server/load.py::percentile':
         "CPU branch no measured process took (1 lines; first: 'return None'): an edge or error path a unit test could take",

@@ -1,4 +1,5 @@
-"""course_utils.engine.bench: setting checks, workloads, table rows and ratios (no vLLM needed)."""
+"""course_utils.engine.bench (setting checks, workloads, table rows and ratios) and the `make bench` command line
+(course_tools.bench.engine); no vLLM needed."""
 
 import re
 from pathlib import Path
@@ -6,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from course_tools.bench import engine as bench_cli
 from course_utils.engine import bench
 from course_utils.tinyworld.tasks import make_examples
 from course_utils.engine.bench import BenchError
@@ -116,12 +118,12 @@ def test_report_formats_the_three_settings():
     n = 4
     res = {"adapters": ["sql", "support", "medical", "json"], "n_prompts": 32, "tokens": 64, "reps": 3,
            "max_lora_rank": 64, "mixed_outputs_identical": True,
-           "steps": {bench.BASE_ONLY: 64, bench.mixed(n, n): 64, bench.mixed(n, 1): 256},
-           "rates": {bench.BASE_ONLY: [9000.0, 9500.0, 9200.0], bench.mixed(n, n): [4500.0, 4700.0, 4600.0],
-                     bench.mixed(n, 1): [1900.0, 2000.0, 1950.0]}}
-    res.update(interleaved=True, first_step={bench.mixed(n, n): [4.2, 4.0, 4.1]},
-               median_step={bench.mixed(n, n): [0.061, 0.075, 0.064]})
-    text = bench.report(res)
+           "steps": {bench.BASE_ONLY: 64, bench_cli.mixed(n, n): 64, bench_cli.mixed(n, 1): 256},
+           "rates": {bench.BASE_ONLY: [9000.0, 9500.0, 9200.0], bench_cli.mixed(n, n): [4500.0, 4700.0, 4600.0],
+                     bench_cli.mixed(n, 1): [1900.0, 2000.0, 1950.0]}}
+    res.update(interleaved=True, first_step={bench_cli.mixed(n, n): [4.2, 4.0, 4.1]},
+               median_step={bench_cli.mixed(n, n): [0.061, 0.075, 0.064]})
+    text = bench_cli.report(res)
     assert "interleaved (both engines alive)" in text
     assert "  4 adapters mixed, max_loras=4   first step   4,100 ms, median step   64.0 ms" in text
     assert "4 adapters mixed, max_loras=1" + " " * 9 + "256   1,950 tok/s (1,900-2,000)" in text
@@ -130,9 +132,9 @@ def test_report_formats_the_three_settings():
 
 
 def test_cli_refuses_bad_settings_before_any_engine(capsys):
-    assert bench.main(["--profile", "tiny", "--adapters", "5"]) == 2
+    assert bench_cli.main(["--profile", "tiny", "--adapters", "5"]) == 2
     assert "只有 4 个（sql, support, medical, json）" in capsys.readouterr().err
-    assert bench.main(["--profile", "tiny", "--max-lora-rank", "48"]) == 2
+    assert bench_cli.main(["--profile", "tiny", "--max-lora-rank", "48"]) == 2
     assert "max_lora_rank=48 不是 vLLM 接受的取值" in capsys.readouterr().err
 
 

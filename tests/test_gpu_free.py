@@ -62,14 +62,14 @@ def test_without_nvidia_smi_it_is_a_no_op(monkeypatch):
 
 def test_a_gpu_server_checks_for_room_before_it_spawns(monkeypatch):
     from course_utils.profiles import get_profile
-    from course_utils.server import process
+    from course_utils.server import process, spawn
 
     def busy(utilization, device=0, what=""):
         raise free.GpuBusy(f"{what} asks for {utilization}")
 
     spawned = []
     monkeypatch.setattr(free, "ensure_room", busy)
-    monkeypatch.setattr(process, "_spawn", lambda *a, **k: spawned.append(a))
+    monkeypatch.setattr(spawn, "spawn", lambda *a, **k: spawned.append(a))
     srv = process.Server(get_profile("qwen7b"), label="gpu-test")
     with pytest.raises(free.GpuBusy, match="服务 'gpu-test' asks for 0.9"):
         srv._start_live()

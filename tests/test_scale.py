@@ -13,7 +13,7 @@ import pytest
 from course_utils import child, lab, prometheus
 from course_utils.paths import TINY
 from course_utils.profiles import get_profile
-from course_utils.scale import cluster, metrics, sockets, traffic
+from course_utils.scale import cluster, control, metrics, sockets, traffic
 from course_utils.scale.store import S3Store
 
 
@@ -159,10 +159,10 @@ def test_a_driver_that_dies_at_start_gives_a_clear_error_and_leaves_nothing(monk
     def dying_driver(cmd, **kw):
         return real_popen([sys.executable, "-c", "import sys; sys.exit(3)"], **kw)
 
-    monkeypatch.setattr(cluster.subprocess, "Popen", dying_driver)
+    monkeypatch.setattr(subprocess, "Popen", dying_driver)
     with pytest.raises(RuntimeError, match="the Ray driver exited during 'up' .code 3.*driver.log"):
         cluster.up.__wrapped__(get_profile("tiny"))
-    assert not cluster._live
+    assert not control._live
 
 
 def test_the_driver_answers_an_error_and_stops_when_its_input_ends():

@@ -4,8 +4,9 @@
     python -m course_tools.bench.opbench --quick          # one rank, one batch size
     python -m course_tools.bench.opbench --save           # ... and write the recording Lab 03 shows
 
-What is timed, and how, is written once, in :mod:`course_utils.engine.opbench` (the sweep itself lives there:
-Lab 03 runs a few seconds of it live). This module is its command line, the recording's provenance and saving.
+What is timed, and how, is written once, in :mod:`course_utils.engine.opbench` and
+:mod:`course_utils.engine.opsweep` (Lab 03 runs a few seconds of the sweep live). This module is its command
+line, the recording's provenance and saving.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import sys
 from pathlib import Path
 
 from course_tools.bench import cli as benchcli
-from course_utils.engine.opbench import (ADAPTERS, CONFIG, DTYPES, RANKS, RECORDED, TOKENS, layer_shapes, shape_label,
-                                         sweep, table, verdicts)
+from course_utils.engine.opbench import ADAPTERS, CONFIG, DTYPES, RANKS, RECORDED, TOKENS, table, verdicts
+from course_utils.engine.opsweep import layer_shapes, shape_label, sweep
 
 
 # ---------------------------------------------------------------------------

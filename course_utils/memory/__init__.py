@@ -16,7 +16,7 @@ from ..arch import (MAX_LORA_RANKS, PROJECTIONS, Arch, ConfigError, arch, dtype_
 from ..paths import CONFIGS
 from .figures import (adapters_on_one_card, check_profile, format_rtx4090_figures, full_finetunes_vs_adapters,
                       lora_vs_full_matrix, rtx4090_figures)
-from .measure import (EngineInAnotherProcess, engine_model, kv_budget, measure_kv, measure_lora_buffer_bytes,
+from .measure import (EngineInAnotherProcess, kv_budget, measure_kv, measure_lora_buffer_bytes,
                       measure_lora_buffers, measure_punica_bytes, measure_weight_bytes)
 from .model import (DEFAULT_ACTIVATION_GB, DEFAULT_CUDAGRAPH_GB, DEFAULT_NON_TORCH_GB, GPU_BLOCK_SIZE,
                     RTX_4090_BYTES, AdapterSize, GiB, KiB, KVCache, Layout, LoRABuffer, MemoryModelError, MiB,
@@ -29,7 +29,7 @@ __all__ = [
     "MAX_LORA_RANKS", "PROJECTIONS", "RTX_4090_BYTES", "AdapterSize", "Arch", "ConfigError", "EngineInAnotherProcess",
     "GiB", "KVCache", "KiB", "Layout", "LoRABuffer", "MemoryModelError", "MiB", "WeightBytes", "adapter_bytes",
     "adapter_module_shapes", "adapter_params", "adapters_on_one_card", "arch", "awq_linear_bytes",
-    "check_max_lora_rank", "check_profile", "dtype_bytes", "engine_model", "format_rtx4090_figures",
+    "check_max_lora_rank", "check_profile", "dtype_bytes", "format_rtx4090_figures",
     "full_finetunes_vs_adapters", "kv_budget", "kv_bytes_per_token", "kv_cache", "kv_page_bytes", "load_config",
     "lora_buffer_bytes", "lora_buffers", "lora_vs_full_matrix", "measure_kv", "measure_lora_buffer_bytes",
     "measure_lora_buffers", "measure_punica_bytes", "measure_weight_bytes", "parameter_count", "plan",

@@ -2,7 +2,8 @@
 
 - :mod:`.task`: the task (the archive's date stamp), its held-out set, the checker, the examples' validation;
 - :mod:`.training`: training in a child process (the course's peft trainer), with progress and the loss curve;
-  :mod:`.child` is that process (the kernel never imports it);
+  :mod:`.launch` starts that process and reads it (live only), :mod:`.child` is the process (the kernel never
+  imports it);
 - :mod:`.check`: the pre-check of the new folder (rank against ``--max-lora-rank``, the base's fingerprint);
 - :mod:`.estimate`: the loop's time on a 4090 with the 7B base (estimates, from ``data/configs``).
 """
@@ -11,6 +12,6 @@ from . import task
 from .check import precheck
 from .estimate import loop_estimate
 from .task import ExampleError
-from .training import OUT, TrainingError, loaded_by, progress_bar, train
+from .training import OUT, TrainingError, progress_bar, train
 
-__all__ = ["ExampleError", "OUT", "TrainingError", "loaded_by", "loop_estimate", "precheck", "progress_bar", "task", "train"]
+__all__ = ["ExampleError", "OUT", "TrainingError", "loop_estimate", "precheck", "progress_bar", "task", "train"]

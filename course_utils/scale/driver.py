@@ -92,9 +92,9 @@ def up(profile: str, copies: int, replicas: int, adapters_per_replica: int) -> d
 
 
 def run(stream: list, policy: str, concurrency: int) -> dict:
-    from . import metrics, traffic
+    from . import client as traffic_client, metrics
 
-    client = traffic.send(_live["http_port"], _live["model_id"], stream, policy, concurrency)
+    client = traffic_client.send(_live["http_port"], _live["model_id"], stream, policy, concurrency)
     _live["requests"] += len(stream)
     t0 = time.perf_counter()
     after = metrics.scrape_until(_live["metrics_port"], APP, _live["requests"])

@@ -1,17 +1,10 @@
-"""A skewed request stream (a few hot adapters, a long tail) and the client that sends it to the app."""
+"""A skewed request stream (a few hot adapters, a long tail), and where the hash policy sends each request. The client
+that sends a stream to the app is :mod:`.client` (the driver's, live only)."""
 
 from __future__ import annotations
 
-import json
 import random
-import time
 import zlib
-import urllib.error
-import urllib.request
-from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
-
-from ..server.load import percentile   # the same percentiles as Lab 04's load test
 
 # The policies of course_utils.scale.routers.CourseRouter, chosen per request by the x-session-id header.
 POLICY_HEADER = {"aware": None, "blind": "policy=blind", "hash": "policy=hash"}
@@ -30,40 +23,3 @@ def zipf_stream(names: list[str], n: int, s: float = 1.1, seed: int = 7) -> list
     rng.shuffle(order)
     weights = [1 / (rank + 1) ** s for rank in range(len(order))]
     return rng.choices(order, weights=weights, k=n)
-
-
-def send(port: int, model_id: str, stream: list[str], policy: str, concurrency: int = 4,
-         max_tokens: int = 8) -> dict:
-    """Send the stream to ``/v1/chat/completions``, ``concurrency`` at a time. A request answered 5xx is sent
-    again, at most twice: two requests that arrive together for an adapter no replica holds can both try to
-    load it, and Ray answers the second "already been loaded" (Ray 2.60.0). Both counts are returned."""
-    url = f"http://127.0.0.1:{port}/v1/chat/completions"
-
-    def one(item):
-        i, name = item
-        body = {"model": f"{model_id}:{name}", "messages": [{"role": "user", "content": f"Question {i}."}],
-                "max_tokens": max_tokens, "temperature": 0}
-        headers = {"Content-Type": "application/json"}
-        if POLICY_HEADER[policy]:
-            headers["x-session-id"] = POLICY_HEADER[policy]
-        t0, first_error = time.perf_counter(), None
-        for _ in range(3):
-            try:
-                with urllib.request.urlopen(urllib.request.Request(url, json.dumps(body).encode(), headers),
-                                            timeout=120) as r:
-                    json.load(r)
-                    return 200, time.perf_counter() - t0, first_error
-            except urllib.error.HTTPError as e:
-                first_error = first_error or e.code
-                if e.code < 500:
-                    break
-        return first_error, time.perf_counter() - t0, first_error
-
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(concurrency) as pool:
-        results = list(pool.map(one, enumerate(stream)))
-    latencies = [r[1] for r in results]
-    return {"requests": len(stream), "ok": sum(r[0] == 200 for r in results),
-            "failed": sum(r[0] != 200 for r in results), "retried": sum(r[2] is not None for r in results),
-            "status": dict(Counter(str(r[0]) for r in results)), "wall_s": round(time.perf_counter() - t0, 2),
-            "p50_s": round(percentile(latencies, 50), 3), "p95_s": round(percentile(latencies, 95), 3)}

@@ -15,7 +15,7 @@ generated API key, and waits for ``/health``.
   on ``srv.stop()``, and at interpreter exit or on SIGTERM
   (:func:`course_utils.processes.stop_at_exit`).
 - Each server leaves a pid file under the user's runtime folder
-  (:func:`course_utils.processes.start` writes it; ``_spawn`` says why servers need one). Before a new
+  (:func:`course_utils.processes.start` writes it; :func:`.spawn.spawn` says why servers need one). Before a new
   start, servers left by an earlier, dead kernel of this course are stopped,
   after checking that the pid's command line is the one recorded (or, for the
   helpers of a server whose main process is gone, by its tag). Nothing is ever
@@ -30,22 +30,16 @@ started a server, each cell's HTTP is recorded and replayed by the lab's session
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
-import time
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..loopback import bypass_proxy, free_port, port_free
-from ..paths import REPO
 from ..profiles import Profile
 from ..replay import keys
 from ..replay import session
 from ..replay.record import recorded
 from .command import Launch
-from .diagnose import log_tail, start_failure
+from .diagnose import log_tail
 from .http import openai_client
 
 if TYPE_CHECKING:
@@ -93,64 +87,6 @@ def stop_all() -> None:
     """Stop every server this kernel started."""
     for s in running():
         s.stop()
-
-
-# -- the server ---------------------------------------------------------------------
-def _spawn(srv: Server) -> tuple[Started, Path]:
-    """Start ``srv``'s command (:func:`course_utils.processes.start`, with a pid file), its output in a new log
-    file.
-
-    Unlike the course's other children (the store, Lab 07's driver, Lab 08's trainer), a server is not started
-    with ``die_with_parent``: Linux sends that signal when the *thread* that started the child ends, not the
-    process, and servers are started from other threads too (a test's thread pool, a widget's callback), where
-    the server would die with the thread while the kernel still uses it. A kernel that dies without stopping
-    its servers (SIGKILL, a crash) is covered instead by the pid file and :func:`cleanup_stale` at the next
-    start, which also finds the engine processes reparented to init, by their tag."""
-    processes = _processes()
-    fd, log = tempfile.mkstemp(prefix=f"vllm-{srv.label}-", suffix=".log", dir=processes.runtime_dir())
-    with os.fdopen(fd, "wb") as logf:  # the server writes to its own copy of the descriptor
-        started = processes.start(srv.command, env=srv.launch.env(), tag=srv.tag, stdout=logf, cwd=REPO,
-                                  stop_at_exit=False, owner=srv, pidfile=PIDFILE_PREFIX,
-                                  pidfile_info={"port": srv.port, "log": log})
-    return started, Path(log)
-
-
-def _healthy(srv: Server) -> bool:
-    import requests
-
-    try:
-        return requests.get(srv.url("/health"), timeout=2).status_code == 200 and _owns_port(srv)
-    except requests.RequestException:
-        return False
-
-
-def _wait_ready(srv: Server, t0: float) -> None:
-    """Until ``srv`` answers /health on its own port; raises :class:`ServerError` if it ends or times out.
-
-    On a GPU profile, a start still loading after :data:`STILL_LOADING_AFTER` seconds says so once (on CPU
-    profiles nothing is printed: the recorded outputs stay the same from run to run)."""
-    said = srv.profile.vllm_on_cpu
-
-    def ready() -> bool:
-        nonlocal said
-        if not said and time.monotonic() - t0 > STILL_LOADING_AFTER:
-            said = True
-            print(f"服务 {srv.label!r} 启动了 {time.monotonic() - t0:.0f} 秒，还在加载（读权重、为这组 LoRA 设置编译、"
-                  f"捕获 CUDA graph；冷启动要几分钟），最多等 {srv.ready_timeout:.0f} 秒。进度在日志里：{srv.log_path}")
-        return _healthy(srv)
-
-    processes = _processes()
-    try:
-        processes.wait_until(ready, t0 + srv.ready_timeout - time.monotonic(), interval=0.5,
-                             proc=srv.proc, what=f"server {srv.label!r}")
-    except (TimeoutError, processes.ProcessExited):
-        time.sleep(0.2)  # the last lines of the log
-        raise start_failure(srv.label, srv.proc.poll(), srv.log_path, srv.ready_timeout) from None
-
-
-def _owns_port(srv: Server) -> bool:
-    """Whether the answer came from this server's processes (not another server on a reused port)."""
-    return any(s.listening and s.laddr and s.laddr[1] == srv.port for s in srv.sockets())
 
 
 class Server:
@@ -231,31 +167,9 @@ class Server:
         return self._start_live()
 
     def _start_live(self) -> dict:
-        cleanup_stale(verbose=True)
-        for old in [s for s in running() if s.label == self.label and s is not self]:
-            # the lab's cell runs a second time: the first server would keep its port (and, on a GPU, the card)
-            print(f"这个内核里已经有一个叫 {self.label!r} 的服务在运行（这一格运行过）：先停掉它，再起新的。")
-            old.stop()
-        if self.port is None or port_free(self.host, self.port):
-            # Room on the card? (vLLM's error would not say who holds it.) Only for a free port: vLLM binds its
-            # port before it builds the engine (0.26.0: entrypoints/openai/api_server.py, run_server calls
-            # setup_server first), so on a taken port it fails on the port whatever the card holds.
-            from ..gpu.free import ensure_room_for
+        from .spawn import start
 
-            ensure_room_for(self.profile, what=f"服务 {self.label!r}")
-        self.port = self.port or free_port(self.host)
-        self.command = self.launch.argv(self.port)
-        bypass_proxy()   # this kernel's health wait, openai client and the lab's requests: 127.0.0.1 never via a proxy
-        t0 = time.monotonic()
-        self.started, self.log_path = _spawn(self)
-        _processes().stop_at_exit(self.stop)  # and on SIGTERM: its log goes too
-        try:
-            _wait_ready(self, t0)
-        except BaseException:
-            self.stop()
-            raise
-        self.ready_seconds = round(time.monotonic() - t0, 2)
-        return {"command": self.display_command, "ready_seconds": self.ready_seconds}
+        return start(self)
 
     def processes(self) -> list:
         """The server's running processes (``psutil.Process``), wherever they were reparented."""
