@@ -49,7 +49,7 @@ timed = @t0=$$(date +%s); $(1); rc=$$?; s=$$(( $$(date +%s) - t0 )); echo "== $@
   exit $$rc
 
 .PHONY: help setup setup-gpu run record test test-engines test-read lint test-unit test-fast test-stale test-replay test-live \
-  test-rehearsal coverage-gpu check-vllm-api gpu-check gpu-check-cpu test-nbgrader nbgrader-course test-browser site \
+  test-rehearsal coverage-gpu check-vllm-api gpu-check gpu-check-cpu test-nbgrader exercise-score nbgrader-course test-browser site \
   test-site jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo lab-modules bench-labs bench \
   bench-lora-ops bench-lora-e2e bench-scale bench-lora-load clean
 
@@ -262,6 +262,9 @@ $(READ_VENV)/.instructor: $(READ_VENV)/.installed pyproject.toml
 
 test-nbgrader: $(READ_VENV)/.instructor  ## nbgrader releases every lab with exercises and autogrades references, blanks, wrong answers
 	$(call timed,$(READ_VENV)/bin/python -m pytest tests/grading -q -s)
+
+exercise-score: $(READ_VENV)/.installed  ## the judges as a classifier: the readers' answers (tests/exercise_answers) per lab and half (issue 54; about 1 min)
+	$(READ_VENV)/bin/python -m course_tools.exercise_score
 
 nbgrader-course: $(READ_VENV)/.instructor  ## an nbgrader course folder in build/nbgrader (source = labs + reference answers)
 	$(READ_VENV)/bin/python -m course_tools.grading course build/nbgrader $(LABS)

@@ -43,3 +43,14 @@ def test_the_split_is_the_committed_one(tmp_path, monkeypatch):
     assert made == json.loads((HERE / "split.json").read_text(encoding="utf-8"))
     assert not set(made["tuning"]) & set(made["heldout"])
     assert len(made["tuning"]) + len(made["heldout"]) == sum(len(v) for v in answers().values())
+
+
+def test_the_score_counts_right_accepted_and_wrong_rejected_per_lab():
+    from course_tools.exercise_score import score
+
+    items = {"r/01.x/0": {"exercise": "01.x", "right": True}, "r/01.x/1": {"exercise": "01.x", "right": True},
+             "r/01.x/2": {"exercise": "01.x", "right": False}, "r/02.y/0": {"exercise": "02.y", "right": False}}
+    said = {"r/01.x/0": True, "r/01.x/1": "NameError", "r/01.x/2": False, "r/02.y/0": True}
+    per = score(sorted(items), items, said)
+    assert per["01"] == {"right": 2, "accepted": 1, "wrong": 1, "rejected": 1, "misses": ["r/01.x/1"]}
+    assert per["02"] == {"right": 0, "accepted": 0, "wrong": 1, "rejected": 0, "misses": ["r/02.y/0"]}
