@@ -2,6 +2,8 @@
 adapters, and the fixed measures, written to ``build/exp/<name>/result.json``.
 
     .venv/bin/python -m course_tools.tinyworld.experiment B1 --set copy_weight=3 --threads 1
+    .venv/bin/python -m course_tools.tinyworld.experiment A1 --base-from T1 --set isolate_spaces=true \
+        --set adapter_steps=1200                     # adapters only, on T1's base (give the base's fields too)
 
 Nothing in ``data/`` changes: the base and adapters go to ``build/exp/<name>/``. The measures are those of
 section 6, on the same rows for every run (``seed`` 7, ``N`` held-out entities per task and kind), greedy,
@@ -55,15 +57,22 @@ def measure(world: Path, n: int = N) -> dict:
             "wrong": quality.wrong_examples(rows, 2)}
 
 
-def run(name: str, changes: dict, threads: int, out: Path = OUT, n: int = N) -> dict:
+def run(name: str, changes: dict, threads: int, out: Path = OUT, n: int = N, base_from: str | None = None) -> dict:
     world = out / name
+    if base_from:      # adapters only: the other run's base, copied (its recipe must be the one given here)
+        import shutil
+
+        if not (out / base_from / "base" / "model.safetensors").is_file():
+            raise SystemExit(f"no base at {out / base_from / 'base'}")
+        if not (world / "base").exists():
+            shutil.copytree(out / base_from / "base", world / "base")
     cfg = trainer.TrainConfig(threads=threads)
     for key, value in changes.items():
         if not hasattr(cfg, key):
             raise SystemExit(f"TrainConfig has no field {key!r}")
         setattr(cfg, key, value)
     t0 = time.time()
-    result: dict = {"name": name, "changes": changes, "config": dataclasses.asdict(cfg)}
+    result: dict = {"name": name, "changes": changes, "base_from": base_from, "config": dataclasses.asdict(cfg)}
     if not (world / "base" / "model.safetensors").is_file():
         result["base"] = trainer.train_base(cfg, world / "base")
     result["base_seconds"] = round(time.time() - t0)
@@ -92,6 +101,7 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("-n", type=int, default=N, help="held-out entities per task and kind")
     ap.add_argument("--measure-only", action="store_true", help="measure an existing world (no training)")
+    ap.add_argument("--base-from", help="train adapters only, on this experiment's base (build/exp/NAME/base)")
     args = ap.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     changes = {k: parse_value(v) for k, v in (s.split("=", 1) for s in args.set)}
@@ -101,7 +111,7 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
         result = {"name": args.name, "changes": changes, **measure(OUT / args.name, args.n)}
     else:
-        result = run(args.name, changes, args.threads, n=args.n)
+        result = run(args.name, changes, args.threads, n=args.n, base_from=args.base_from)
     print(summary_line(result))
     return 0
 
