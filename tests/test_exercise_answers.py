@@ -12,10 +12,12 @@ HERE = REPO / "tests" / "exercise_answers"
 
 
 def answers() -> dict[str, list[dict]]:
+    """Every reader's answers, per exercise (read by the scorer's own loader)."""
+    from course_tools.exercise_score import load
+
     per: dict[str, list[dict]] = {}
-    for path in sorted(HERE.glob("reader_*.json")):
-        for exercise, entry in json.loads(path.read_text(encoding="utf-8"))["exercises"].items():
-            per.setdefault(exercise, []).extend(entry["answers"])
+    for item in load()[0].values():
+        per.setdefault(item["exercise"], []).append(item)
     return per
 
 
