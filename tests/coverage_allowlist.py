@@ -303,8 +303,6 @@ ALLOWED: dict[str, str] = {
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/scale/store.py::S3Store.stop':
         'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
-    'course_utils/scale/client.py::send.one':
-        'not measured: Lab 07 runs it live in test-live, in a process whose coverage data is lost (nbval kills its kernels with SIGKILL, the Ray driver leaves by os._exit, Ray kills its workers); CPU code, not GPU; test_scale.py covers the parts it can without Ray',
     'course_utils/recorded_figures.py::lab03_figures':
         "CPU branch no measured process took (2 lines; first: 'except Exception: # noqa: BLE001 - the question then says the recording is missing'): an edge or error path a unit test could take",
     'course_utils/recorded_figures.py::lab05_figures':

@@ -209,3 +209,42 @@ def test_the_sweep_verdict_is_said_from_the_numbers():
     assert lines[-1] == "the ratio is widest at k=4, where the cluster's 8 slots hold the whole shelf of 8"
     rec["adapters"] = 12
     assert bench.verdict(rec)[-1].endswith("8 slots do not hold the whole shelf of 12")
+
+
+def test_the_client_retries_a_5xx_after_a_wait_and_keeps_what_a_failed_request_was_told(monkeypatch):
+    """Ray answers the second of two racing loads of one adapter 500 ("already been loaded"); on a busy machine
+    an immediate retry met the same race. A real page on loopback answers adapter ``a`` 500 twice and then 200,
+    and adapter ``b`` 500 every time: ``a`` counts as answered and retried, ``b`` as failed, with the body."""
+    import http.server
+    import json as json_mod
+    import threading
+
+    from course_utils.scale import client
+
+    monkeypatch.setattr(client, "RETRY_WAITS", (0.01, 0.01, 0.01, 0.01))
+    tries: dict = {}
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            model = json_mod.loads(self.rfile.read(int(self.headers["Content-Length"])))["model"]
+            tries[model] = tries.get(model, 0) + 1
+            ok = model.endswith(":a") and tries[model] > 2
+            body = b'{"choices": []}' if ok else b'{"message": "LoRA adapter b has already been loaded"}'
+            self.send_response(200 if ok else 500)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        out = client.send(server.server_address[1], "m", ["a", "b"], "blind", concurrency=1)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert tries == {"m:a": 3, "m:b": 5}
+    assert (out["ok"], out["failed"], out["retried"], out["status"]) == (1, 1, 2, {"200": 1, "500": 1})
+    assert "already been loaded" in out["errors"]["500"]
