@@ -49,7 +49,7 @@ timed = @t0=$$(date +%s); $(1); rc=$$?; s=$$(( $$(date +%s) - t0 )); echo "== $@
   exit $$rc
 
 .PHONY: help setup setup-gpu run record test test-engines test-read lint test-unit test-fast test-stale test-replay test-live \
-  test-rehearsal coverage-gpu check-vllm-api gpu-check gpu-check-cpu test-nbgrader exercise-score nbgrader-course test-browser site \
+  test-rehearsal coverage-gpu check-vllm-api gpu-check gpu-check-cpu test-nbgrader exercise-score test-exercises nbgrader-course test-browser site \
   test-site jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo lab-modules bench-labs bench \
   bench-lora-ops bench-lora-e2e bench-scale bench-lora-load clean
 
@@ -123,8 +123,8 @@ record: $(LIVE_VENV)/.installed  ## re-record the labs for read mode (PROFILE=ti
 # tagged process they find (the read-mode suites start none).
 SIDE_BY_SIDE = $(MAKE) --no-print-directory -j2 --output-sync=target
 # The suites `make test` times, in the order it starts them: TIMINGS.md lists them so, and names those with no time.
-TEST_SUITES := lint check-vllm-api test-unit test-stale test-live test-rehearsal test-replay site test-site \
-  test-nbgrader test-browser
+TEST_SUITES := lint check-vllm-api test-unit test-stale test-live test-rehearsal test-replay test-exercises site \
+  test-site test-nbgrader test-browser
 # The measured times go into TIMINGS.md and nowhere else: each suite's (timed, above), test-unit's slowest tests (its
 # JUnit report), and the two times issue 36 sets targets for: setup (the venvs; none if they are there), and the rest.
 # TIMINGS.md is written whether the suites passed or not; `make test` fails if one failed.
@@ -146,8 +146,8 @@ test-engines:  ## the suites that start vLLM, one after another: test-live, test
 	@$(MAKE) --no-print-directory -j1 test-live test-rehearsal
 
 # They share the read-mode venv, which test-site and test-nbgrader extend.
-test-read:  ## the read-mode suites one after another: test-replay, test-site, test-nbgrader
-	@$(MAKE) --no-print-directory -j1 test-replay test-site test-nbgrader
+test-read:  ## the read-mode suites one after another: test-replay, test-exercises, test-site, test-nbgrader
+	@$(MAKE) --no-print-directory -j1 test-replay test-exercises test-site test-nbgrader
 
 # ruff's rule set and why: [tool.ruff] in pyproject.toml (bugs, not style; the notebooks are left out).
 lint: $(VENV)/.installed  ## ruff check of course_utils, course_tools, tests, labs/*.py and autodl/*.py
@@ -265,6 +265,10 @@ test-nbgrader: $(READ_VENV)/.instructor  ## nbgrader releases every lab with exe
 
 exercise-score: $(READ_VENV)/.installed  ## the judges as a classifier: the readers' answers (tests/exercise_answers) per lab and half (issue 54; about 1 min)
 	$(READ_VENV)/bin/python -m course_tools.exercise_score
+
+# Gates on the tuning half only; the held-out half's figures are printed, never gated (issue 54).
+test-exercises: $(READ_VENV)/.installed  ## exercise-score, failing on any tuning-half miss
+	$(call timed,$(READ_VENV)/bin/python -m course_tools.exercise_score --gate)
 
 nbgrader-course: $(READ_VENV)/.instructor  ## an nbgrader course folder in build/nbgrader (source = labs + reference answers)
 	$(READ_VENV)/bin/python -m course_tools.grading course build/nbgrader $(LABS)

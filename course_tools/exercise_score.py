@@ -118,6 +118,8 @@ def _pct(a: int, b: int) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", help="also write the counts here")
+    ap.add_argument("--gate", action="store_true",
+                    help="exit 1 unless the tuning half is judged without a miss (the held-out half is only printed)")
     args = ap.parse_args(argv)
     items, split = load()
     said = verdicts(items)
@@ -136,6 +138,10 @@ def main(argv=None) -> int:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=1, ensure_ascii=False)
+    missed = sum(len(c.get("misses", [])) for c in result["tuning"].values())
+    if args.gate and missed:
+        print(f"exercise-score: {missed} tuning answers judged wrongly (listed above); the held-out half is not gated")
+        return 1
     return 0
 
 

@@ -25,6 +25,7 @@ import math
 import numbers
 import re
 import shlex
+import unicodedata
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -42,24 +43,129 @@ BYTE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 <
 _UNIT_SPELLINGS = {
     "b": "B", "byte": "B", "bytes": "B", "字节": "B", "个字节": "B",
     "kib": "KiB", "mib": "MiB", "gib": "GiB", "tib": "TiB",
+    "kibibyte": "KiB", "kibibytes": "KiB", "mebibyte": "MiB", "mebibytes": "MiB", "gibibyte": "GiB",
+    "gibibytes": "GiB", "kilobyte": "KB", "kilobytes": "KB", "megabyte": "MB", "megabytes": "MB",
+    "gigabyte": "GB", "gigabytes": "GB",
     "kb": "KB", "mb": "MB", "gb": "GB", "tb": "TB", "k": "KB", "m": "MB", "g": "GB",
     "%": "%", "％": "%", "percent": "%", "pct": "%", "百分之": "%",
     "x": "x", "×": "x", "倍": "x", "times": "x",
 }
-_NUMBER = re.compile(r"""^\s*(?:about|approx\.?|约|大约|~|≈)?\s*(?P<pct>百分之)?\s*[x×]?\s*
+_NUMBER = re.compile(r"""^\s*(?P<pct>百分之)?\s*[x×]?\s*
     (?P<num>[+-]?(?:\d{1,3}(?:[,_\u00a0 ']\d{3})+|\d+)(?:\.\d*)?(?:[eE][+-]?\d+)?|[+-]?\.\d+(?:[eE][+-]?\d+)?)
     (?:\s*/\s*(?P<den>\d+(?:\.\d+)?))?
     \s*(?P<unit>.*?)\s*[。.]?\s*$""", re.VERBOSE)
 
+# Words that say how a number is meant (issue 54): "≈" an estimate, read as the number; the others a bound, which
+# an exercise reads as the number only where its own question asks for that bound (:func:`exact`).
+_BOUNDS = [
+    ("≥", ("至少", "最少", "不少于", "不低于", "不小于", ">=", "≥", "at least", "no less than")),
+    ("≤", ("至多", "最多", "不超过", "不多于", "不高于", "不大于", "<=", "≤", "at most", "no more than")),
+    ("<", ("不到", "少于", "低于", "小于", "<", "under", "less than", "below")),
+    (">", ("超过", "多于", "高于", "大于", ">", "more than", "over", "above")),
+    ("≈", ("大约", "大概", "约莫", "约", "差不多", "接近", "将近", "≈", "~", "about", "approximately",
+           "approx.", "approx", "around", "roughly", "ca.")),
+]
+_BOUND_AFTER = [("≈", ("左右", "上下", "前后", "or so")), ("≥", ("以上", "或更多", "or more")),
+                ("≤", ("以下", "以内", "或更少", "or less"))]
+_ARITH = re.compile(r"^\s*(?P<expr>\(?\s*[+-]?[\d.]+(?:\s*(?:\*\*|[-+*/×÷^xX])\s*\(?\s*[\d.]+\s*\)?)+)"
+                    r"\s*(?P<unit>.*?)\s*[。.]?\s*$")
+
 
 @dataclass(frozen=True)
 class Number:
-    value: float      # the number as written (a fraction a/b divided out)
+    value: float      # the number as written (a fraction a/b divided out, an arithmetic expression worked out)
     unit: str         # "" (none), "%", "x", a key of BYTE_UNITS, or the word written after the number
+    bound: str = ""   # "" as written, "≈" an estimate, or a bound: "≥", "≤", "<", ">" (至少, 最多, 不到, 超过, ...)
+    per: str = ""     # what the number is per, when the answer says so ("32 KiB per token", "每层 2 GiB" -> "token", "层")
+
+
+def _chinese_numerals(text: str) -> str:
+    """Chinese numerals in ``text`` as digits (cn2an: 六十四 -> 64, 两千 -> 2000, 百分之零点八九 -> 0.89%)."""
+    import warnings
+
+    import cn2an
+
+    text = re.sub(r"百分之\s*([\d.]+)", r"\1%", text)
+    if not re.search("[零〇一二两三四五六七八九十百千万亿]", text):
+        return text
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")            # cn2an warns about a character it leaves as it is
+        try:
+            return cn2an.transform(text, "cn2an")
+        except (ValueError, KeyError, IndexError, TypeError):
+            return text
+
+
+def _arith(expr: str) -> float | None:
+    """The value of a small arithmetic expression (``2**15``, ``4 × 15.2``, ``2^10``); None if it is not one."""
+    import operator
+
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
+    src = re.sub(r"[xX×]", "*", expr.replace("÷", "/").replace("^", "**"))
+
+    def ev(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            left, right = ev(node.left), ev(node.right)
+            if isinstance(node.op, ast.Pow) and abs(right) > 64:
+                raise ValueError("too large")
+            return ops[type(node.op)](left, right)
+        if isinstance(node, ast.UnaryOp) and type(node.op) in ops:
+            return ops[type(node.op)](ev(node.operand))
+        raise ValueError("not arithmetic")
+    try:
+        value = float(ev(ast.parse(src.strip(), mode="eval").body))
+    except (SyntaxError, ValueError, TypeError, ZeroDivisionError, OverflowError, RecursionError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _bound(text: str) -> tuple[str, str]:
+    """(bound, the rest): a hedge or bound word before or after the number taken off (see :data:`_BOUNDS`)."""
+    low = text.lower()
+    for bound, words in _BOUNDS:
+        for w in words:
+            if low.startswith(w):
+                return bound, text[len(w):].strip()
+    end = text.rstrip("。. ")
+    for bound, words in _BOUND_AFTER:
+        for w in words:
+            if end.lower().endswith(w):
+                return bound, end[: -len(w)].strip()
+    return "", text
+
+
+def _unit(raw: str) -> str:
+    raw = raw.strip().strip(")]】.,;。，；")
+    first = re.split(r"[\s/(（,，]", raw, maxsplit=1)[0]
+    return _UNIT_SPELLINGS.get(raw.lower(), _UNIT_SPELLINGS.get(first.lower(), raw))
+
+
+_NUMERAL = re.compile(r"(?<![\w.])[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+
+
+def _the_one_number(text: str, bound: str) -> tuple[str, str]:
+    """A sentence holding exactly one number (``"只能放 1 个"``): that number and what follows it, and a bound
+    word said before it (``"集群最多能装 4 个"``); the text unchanged otherwise."""
+    found = _NUMERAL.findall(text)
+    if len(found) != 1:
+        return text, bound
+    m = _NUMERAL.search(text)
+    before = text[: m.start()].lower()
+    said = next((b for b, words in _BOUNDS if any(w in before for w in words)), "")
+    return text[m.start():], bound or said
 
 
 def number(answer) -> Number | None:
-    """The number in ``answer`` and its unit; None if it holds no number (a bool is not a number)."""
+    """The number in ``answer``, its unit and how it is meant; None if it holds no number (a bool is not a number).
+
+    A string is read the way people write one: Chinese numerals (``"六十四"``, cn2an), a computation whose result
+    follows the last ``=`` (``"2×2=4"``, ``"α/r = 32/16 = 2"``), a value after its name (``"alpha/r = 2"``,
+    ``"一个 block 是 32 KiB"``), arithmetic (``"2**15"``, ``"4 × 15.2 GB"``), a hedge (``"约 2000"``,
+    ``"0.9% 左右"``: bound ``"≈"``) or a bound (``"至少 64"``, ``"<5%"``: :func:`exact`, :func:`within`).
+    """
     if isinstance(answer, bool) or answer is None:
         return None
     if isinstance(answer, numbers.Real):
@@ -71,10 +177,26 @@ def number(answer) -> Number | None:
         return number(answer.item())                 # a numpy or torch scalar
     if not isinstance(answer, str):
         return None
-    text = answer.strip().strip("'\"`")
-    han = re.fullmatch(r"([零一二两三四五六七八九十])\s*(个|.{0,6})", text)
-    if han:
-        return Number(float("零一二三四五六七八九十".index(han[1].replace("两", "二"))), han[2])
+    text = unicodedata.normalize("NFKC", answer).strip().strip("'\"`“”‘’").strip()
+    text = _chinese_numerals(text)
+    # an answer, then its reason ("1，因为两份放不下"): the answer
+    lead = re.split(r"\s*[,;，；]?\s*(?:因为|由于|because|since)", text, maxsplit=1)[0]
+    if lead != text and re.search(r"\d", lead):
+        text = lead.rstrip(" ,;，；")
+    # the value after the last "=", "是", "为", colon or "一共": a result, or a value after its name
+    parts = re.split(r"\s*(?:==?|是|为|:|->|→|一共|总共|合计|共|所以|即)\s*", text)
+    if len(parts) > 1 and re.match(r"^[^\d]{0,12}?[+-]?\.?\d", parts[-1]):
+        text = parts[-1]
+    bound, text = _bound(text)
+    per = re.search(r"(?:\bper\s+|/\s*|每(?:一|个)?\s*)([A-Za-z]+|[\u4e00-\u9fff])", text)
+    per = per[1].lower() if per and not re.match(r"^\s*[\d.]+\s*/\s*[\d.]", text) else ""
+    if not (_ARITH.match(text) or _NUMBER.match(text)):
+        text, bound = _the_one_number(text, bound)
+    m = _ARITH.match(text)
+    if m and not re.fullmatch(r"[\d.]+\s*/\s*[\d.]+", m["expr"].strip()):
+        value = _arith(m["expr"])
+        if value is not None:
+            return Number(value, _unit(m["unit"]), bound, per)
     m = _NUMBER.match(text)
     if not m:
         return None
@@ -84,10 +206,33 @@ def number(answer) -> Number | None:
         if den == 0:
             return None
         value /= den
-    raw = m["unit"].strip()
-    first = re.split(r"[\s/(（,，]", raw, maxsplit=1)[0]
-    unit = "%" if m["pct"] else _UNIT_SPELLINGS.get(raw.lower(), _UNIT_SPELLINGS.get(first.lower(), raw))
-    return Number(value, unit)
+    return Number(value, "%" if m["pct"] else _unit(m["unit"]), bound, per)
+
+
+def fmt_number(x: float) -> str:
+    return f"{x:,.0f}" if x == int(x) else f"{x:,.4g}"
+
+
+_SAID = {"≥": "至少", "≤": "至多", "<": "不到", ">": "超过"}
+
+
+def exact(n: Number, what: str, asks: str = "") -> Number:
+    """``n`` when it names one value: as written, an estimate, or the very bound the question asks for (``asks``:
+    "≥" when it asks "at least how many", "≤" for "at most how many"); else AnswerError: a range where one value
+    was asked."""
+    if n.bound in ("", "≈", asks):
+        return n
+    raise AnswerError(f"“{_SAID[n.bound]} {fmt_number(n.value)}”说的是一个范围：题目要的是{what}，写出那一个数。")
+
+
+def within(n: Number, lo: float, hi: float, floor: float = 0.0) -> bool:
+    """Whether what ``n`` says lies in [lo, hi]: its value, or for a bound every value it allows (``"<5%"`` allows
+    [``floor``, 5%)), so that a bound is right only when all it allows is right."""
+    if n.bound in ("", "≈"):
+        return lo <= n.value <= hi
+    if n.bound in ("<", "≤"):
+        return floor >= lo and n.value <= hi
+    return math.isinf(hi) and n.value >= lo
 
 
 def in_bytes(n: Number | None) -> float | None:
@@ -155,18 +300,18 @@ def literal(answer):
 
 
 def json_object(answer) -> dict:
-    """A dict as given, or the JSON object a string holds (any whitespace; a Python dict literal is read too)."""
+    """A dict as given, or the JSON object a string holds, read as the server reads it: by a JSON parser, so a
+    Python literal (single quotes, ``True``, ``None``) or a trailing comma is an AnswerError that says so."""
     if isinstance(answer, dict):
         return answer
     if isinstance(answer, (str, bytes)):
         try:
             value = json.loads(answer)
         except ValueError as e:
-            value = literal(answer) if isinstance(answer, str) else None
-            if isinstance(value, dict):
-                return value
-            raise AnswerError(f"这不是合法的 JSON（读到第 {e.pos + 1} 个字符时读不下去）：键和字符串都要用双引号，"
-                              f"最后一项后面不加逗号。") from None
+            python = isinstance(answer, str) and isinstance(literal(answer), dict)
+            raise AnswerError(f"这不是合法的 JSON（读到第 {e.pos + 1} 个字符时读不下去）"
+                              f"{'：这是 Python 的写法，服务端按 JSON 解析会失败' if python else ''}。"
+                              f"JSON 的键和字符串都用双引号，最后一项后面不加逗号，true/false/null 小写。") from None
         if isinstance(value, dict):
             return value
         raise AnswerError(f"要的是一个 JSON 对象（{{...}}），这里的 JSON 是{kind(value)}。")
@@ -287,3 +432,52 @@ def curl(answer) -> Curl:
     host = parts.hostname or ""
     port = parts.netloc.rpartition("@")[2].rsplit("]", 1)[-1].partition(":")[2]   # "$PORT", "8000" or ""
     return Curl(method, url, parts.scheme, host, parts.path, port, headers, data, options, unexpanded)
+
+
+# --- choices -------------------------------------------------------------------------------------------
+
+_LEAD_IN = re.compile(r"^(?:我的?预测是?|预测|我选择?|选择?|答案是|答案|答|应该是|应选|是|my prediction is|prediction|"
+                      r"i pick|i choose|i'd pick|the answer is|answer is|answer|option|choice)\s*[:：,，]?\s*", re.I)
+_NEGATED = re.compile(r"(?:不是|并非|不会|不选|而非|not|isn't|never)\s*$")
+
+
+def choice(answer, options: dict[str, tuple[str, ...]], letters: dict[str, str] | None = None) -> str | None:
+    """The option an answer picks, or None when it names none.
+
+    ``options`` maps each option to the words that name it (compared after :func:`word`, so case, spaces, quotes
+    and hyphens do not matter); ``letters`` maps a letter ("a") to its option. The pick is what the answer
+    leads with: a letter alone or followed by its reason (``"A"``, ``"选 A"``, ``"A，因为…"``), else the option
+    named first, so that an explanation after it may name the others (``"max_loras=1，比 max_loras=4 多"``).
+    A name right after a negation (``"不是 hash，是轮询"``) is not a pick.
+    """
+    if isinstance(answer, bool) or not isinstance(answer, (str, int)):
+        return None
+    text = unicodedata.normalize("NFKC", str(answer)).strip().strip("'\"`“”‘’").strip()
+    for _ in range(2):
+        text = _LEAD_IN.sub("", text, count=1)
+    if letters:
+        if re.match(r"^\(?[a-zA-Z]\)?\s*(?:或者?|还是|or|/|\|)\s*\(?[a-zA-Z](?![a-zA-Z])", text):
+            return None                              # "A or B": two letters, none chosen
+        m = re.match(r"^\(?([a-zA-Z])\)?(?![a-zA-Z0-9_])", text)
+        if m and m[1].lower() in letters:
+            return letters[m[1].lower()]
+    text = re.sub(r"([A-Za-z_][\w\-]*)\s*(?:=|:|：|设为|设成|设置为|为|是|取)\s*(\d+)", r"\1=\2", text)
+    w = word(text) or ""
+    named: list[tuple[int, int, str]] = []           # (start, end, option) of each option's first mention
+    for option, names in options.items():
+        spots = []
+        for name in names:
+            key = word(name) or ""
+            start = w.find(key) if key else -1
+            while start >= 0 and _NEGATED.search(w[:start]):
+                start = w.find(key, start + 1)
+            if start >= 0:
+                spots.append((start, start + len(key), option))
+        if spots:
+            named.append(min(spots))
+    named.sort()
+    if not named:
+        return None
+    if len(named) > 1 and re.search(r"^(?:或者?|还是|or|/|\|)", w[named[0][1]:named[1][0]]):
+        return None                                  # "A or B", "轮询或哈希": two picks, none chosen
+    return named[0][2]

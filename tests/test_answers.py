@@ -27,7 +27,8 @@ from course_utils.answers import (
     ("'4'", 4, ""), ("2 个", 2, "个"), ("128 steps", 128, "steps"), ("61.", 61, ""), (3, 3, ""), (2.5, 2.5, ""),
 ])
 def test_numbers_are_read_with_their_unit(text, value, unit):
-    assert number(text) == Number(value, unit)
+    n = number(text)
+    assert (n.value, n.unit) == (value, unit)
 
 
 @pytest.mark.parametrize("text", [True, False, None, "abc", "", float("nan"), float("inf"), [1], {"a": 1}, "1/0",
@@ -80,10 +81,48 @@ def test_curl_that_cannot_be_read_says_why(command, message):
 
 
 def test_json_objects_in_any_whitespace_and_what_is_not_one():
-    assert json_object('{ "a" :\n 1 }') == {"a": 1} == json_object({"a": 1}) == json_object("{'a': 1}")
-    for bad, message in [('{"a": 1', "读不下去"), ("[1]", "JSON 是列表"), (3, "JSON 对象")]:
+    """Read as the server reads a body: a JSON parser, so Python's quotes and a trailing comma are not JSON."""
+    assert json_object('{ "a" :\n 1 }') == {"a": 1} == json_object({"a": 1})
+    for bad, message in [('{"a": 1', "读不下去"), ("[1]", "JSON 是列表"), (3, "JSON 对象"), ("{'a': 1}", "Python 的写法"),
+                         ('{"a": 1,}', "不加逗号")]:
         with pytest.raises(AnswerError, match=message):
             json_object(bad)
+
+
+@pytest.mark.parametrize("text,value,unit,bound", [
+    ("六十四", 64, "", ""), ("两千步", 2000, "步", ""), ("百分之零点八九", 0.89, "%", ""), ("大概百分之0.89", 0.89, "%", "≈"),
+    ("2×2=4", 4, "", ""), ("α/r = 32/16 = 2", 2, "", ""), ("alpha/r = 2", 2, "", ""), ("2**15", 32768, "", ""),
+    ("4 × 15.2 GB", 60.8, "GB", ""), ("一层一个 block 是 32 KiB", 32, "KiB", ""), ("0.9% 左右", 0.9, "%", "≈"),
+    ("至少 2", 2, "", "≥"), ("最多 4 个不同的 adapter", 4, "个不同的 adapter", "≤"), ("<5%", 5, "%", "<"),
+    ("只能放 1 个", 1, "个", ""), ("1，因为两份放不下", 1, "", ""), ("两个副本各 2 个，共 4 个", 4, "个", ""),
+    ("32 kibibytes", 32, "KiB", ""),
+])
+def test_numbers_as_people_write_them(text, value, unit, bound):
+    """Issue 54's reader: Chinese numerals (cn2an), results after "=", arithmetic, hedges and bounds, one number
+    in a sentence, an answer before its reason."""
+    n = number(text)
+    assert (n.value, n.unit, n.bound) == (pytest.approx(value), unit, bound)
+
+
+def test_a_bound_is_an_answer_only_where_the_question_asks_for_it():
+    from course_utils.answers import exact, within
+
+    assert exact(number("至少 2"), "槽位个数", asks="≥").value == 2
+    with pytest.raises(AnswerError, match="范围"):
+        exact(number("至少 2"), "槽位个数")
+    assert within(number("<5%"), 0, 10) and not within(number("<15%"), 0, 10) and not within(number("> 3"), 0, 10)
+
+
+def test_a_choice_is_what_the_answer_leads_with():
+    from course_utils.answers import choice
+
+    opts = {"one": ("max_loras=1", "默认"), "four": ("max_loras=4",)}
+    assert choice("max_loras=1，比 max_loras=4 多", opts) == "one" == choice("max_loras 设为 1", opts)
+    assert choice("不是 max_loras=4，是 max_loras=1", opts) == "one"
+    assert choice("max_loras=1 或 max_loras=4", opts) is None and choice("neither", opts) is None
+    letters = {"a": "one", "b": "four"}
+    assert choice("选 A", opts, letters) == "one" == choice("A，因为它会被拒绝", opts, letters)
+    assert choice("答案是B", opts, letters) == "four" and choice("aware", {"x": ("blind",)}, {"a": "x"}) is None
 
 
 def test_scalars_and_what_has_no_unit():

@@ -67,7 +67,7 @@ def _sandbox(tmp_path):
     """A copy of the Makefile whose suites are stubs (one fails when FAIL=false), its venvs' stamps up to date."""
     shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
     stubs = ["", "setup:", "\t@true",
-             "lint check-vllm-api test-unit test-stale test-rehearsal test-replay site test-site test-nbgrader:",
+             "lint check-vllm-api test-unit test-stale test-rehearsal test-replay test-exercises site test-site test-nbgrader:",
              "\t$(call timed,true)", "test-live:", "\t$(call timed,$(FAIL))", "test-browser:",
              "\t$(call timed,true)", ""]
     with open(tmp_path / "Makefile", "a") as f:
@@ -96,7 +96,7 @@ def test_make_test_records_a_failed_suite_writes_timings_md_and_still_fails(tmp_
     rows = [json.loads(line) for line in (tmp_path / "build" / "timings" / "suites.jsonl").read_text().splitlines()]
     assert {r["target"]: r["exit"] for r in rows} == {
         "lint": 0, "check-vllm-api": 0, "test-unit": 0, "test-stale": 0, "test-live": 1,
-        "test-replay": 0, "site": 0, "test-site": 0, "test-nbgrader": 0}     # test-rehearsal, test-browser never ran
+        "test-replay": 0, "test-exercises": 0, "site": 0, "test-site": 0, "test-nbgrader": 0}     # test-rehearsal, test-browser never ran
     assert all(isinstance(r["seconds"], int) and r["seconds"] >= 0 for r in rows)
     text = (tmp_path / "TIMINGS.md").read_text(encoding="utf-8")
     assert "未通过" in text and "失败的部分：test-live" in text

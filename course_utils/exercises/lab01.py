@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..answers import kind, show, word
+import re
+
+from ..answers import choice, kind, number, show
 from .common import Exercise, judge_choice, whole_number
 
 # The batch of exercise 01.requests: (adapter name or None, user text); Lab 01 registers the adapters
@@ -66,7 +68,7 @@ LAB01_MAX_LORAS_BATCH = ["sql", "sql", "sql", None, "medical"]
 
 def _judge_max_loras(answer):
     batch = LAB01_MAX_LORAS_BATCH
-    got, want = whole_number(answer, "槽位个数"), len({a for a in batch if a})
+    got, want = whole_number(answer, "槽位个数", asks="≥"), len({a for a in batch if a})
     if got == want:
         return True, f"对：这批里有 {want} 个不同的 adapter（基座行不占槽位），max_loras={want} 就能让它们在同一步里跑。"
     if got == want + 1:
@@ -82,25 +84,18 @@ def _judge_max_loras(answer):
 
 
 SAME = ("same", "equal", "相同", "一样", "一样多", "同样多", "差不多", "不变")
-
-
-FILLER = ("maxloras", "default", "默认", "更多", "的引擎", "引擎", "那个", "more", "steps", "步数", "步", "engine",
-          "the", "(", ")", "（", "）", "=", "的", "多")
+# The words that name each choice of 01.more_steps (read by answers.choice: the one named first is the pick).
+STEPS_OPTIONS = {"max_loras=1": ("max_loras=1", "max_loras1", "默认", "default", "一个槽位", "1个槽位"),
+                 "max_loras=4": ("max_loras=4", "max_loras4", "四个槽位", "4个槽位"),
+                 "same": SAME}
 
 
 def _more_steps_choice(answer) -> str | None:
-    """"max_loras=1" for 1, "max_loras=1 更多", "默认 max_loras=1", "default"; "max_loras=4"; "same"; None."""
-    if isinstance(answer, bool) or not isinstance(answer, (int, str)):
-        return None
-    w = word(str(answer))
-    if w in {word(x) for x in SAME}:
-        return "same"
-    default = any(x in w for x in ("default", "默认"))
-    for filler in FILLER:
-        w = w.replace(filler, "")
-    if w == "1" or (w == "" and default):
-        return "max_loras=1"
-    return "max_loras=4" if w == "4" and not default else None
+    """"max_loras=1", "1", "默认的 max_loras=1 要多走很多步", "max_loras=4", "same"; None when it names none."""
+    n = number(answer) if isinstance(answer, (int, str)) and not isinstance(answer, bool) else None
+    if n is not None and n.unit == "" and n.value in (1, 4) and re.fullmatch(r"\s*[14]\s*", str(answer)):
+        return f"max_loras={n.value:.0f}"
+    return choice(answer, STEPS_OPTIONS)
 
 
 def _judge_steps(answer):

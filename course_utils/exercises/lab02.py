@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from .. import memory
-from ..answers import show
 from ..arch import MAX_LORA_RANKS, smallest_rank_that_fits
 from .common import QWEN, Exercise, judge_byte_count, whole_number
 
@@ -25,7 +24,8 @@ def _judge_kv_page(answer):
                (want * a.layers, f"这是一个 block 在全部 {a.layers} 层上的总和；题目问的是一层。"),
                (want * 2, "这是按 float32（每个数 4 字节）算的；bf16 每个数 2 字节。"),
                (want / 16, "这是一个 token 的；一个 block 装 16 个 token，再乘 16。")],
-        otherwise=f"不是 {show(answer)}：2（K 和 V）× block 大小 × KV 头数 × head_dim × 每个 bf16 数的字节数。")
+        otherwise="还不对：一个 block 存这一层里 16 个 token 的 K 和 V。想想一个 token 在一层里存哪些向量、各有多长（GQA 之下），每个数占几个字节。",
+        per=("block", "块", "page", "页", "layer", "层"))
 
 
 def lora_buffer_answer() -> int:
@@ -47,8 +47,8 @@ def _judge_lora_buffer(answer):
                (want / layers, f"这是一层的；Qwen2.5-7B 有 {layers} 层，每层都有自己的槽位，再乘 {layers}。"),
                (_fused_as_one(want), ("这是把融合层当成一个投影算的：qkv_proj 里 q、k、v 三个切片各有一块 A（少算了两块），"
                                       "gate_up_proj 里 gate、up 各有一块 A（少算了一块）。第 4 节：按切片算。"))],
-        otherwise=(f"不是 {show(answer)}：对每一层、每个被包装的投影（融合层里每个切片各算一次），把 "
-                   f"max_loras × max_lora_rank × (d_in + d_out) × 2 字节加起来（可以先在一层、一个投影上算）。"))
+        otherwise=("还不对：vLLM 为每一层、每个被包装的投影预留 A 和 B 两块缓冲，槽位的个数和形状由启动参数决定，"
+                   "与 adapter 的实际秩无关；融合层按切片算（第 4 节）。可以先只算一层里的一个投影。"))
 
 
 def _fused_as_one(want: int) -> float:

@@ -81,9 +81,16 @@ def _judge_request_body(answer):
     content = msgs[-1].get("content")
     if roles[-1] != "user" or not isinstance(content, str) or not content.strip():
         return False, '最后一条消息要是用户的问题，content 是一段文字：{"role": "user", "content": "Where is my order?"}。'
-    if "order" not in content.lower() and "订单" not in content:
+    if not _asks_where_my_order_is(content):
         return False, f"用户问的是 {show(content)}；题目里用户的问题是 \"Where is my order?\"。"
     return True, ("对：adapter 的名字写在 \"model\" 里；服务端给 messages 套上聊天模板，用 support adapter 跑这个请求。")
+
+
+def _asks_where_my_order_is(content: str) -> bool:
+    """Whether ``content`` is the exercise's question, "Where is my order?", in any case and punctuation (or in
+    Chinese: 我的订单在哪), rather than any text that mentions an order."""
+    w = re.sub(r"[\W_]+", "", content.lower())
+    return w in ("whereismyorder", "whereismyordernow") or bool(re.fullmatch(r"(请问)?我的订单(现在)?在哪(里|儿)?(呢)?", w))
 
 
 ADAPTER_NAMES = ("sql", "support", "medical", "json")

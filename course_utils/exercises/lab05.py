@@ -26,7 +26,7 @@ def _judge_scaling(answer):
         return False, "这是 r / alpha；缩放系数是 alpha / r。"
     if got in (LAB05_ADAPTER["r"], LAB05_ADAPTER["lora_alpha"]):
         return False, "这是两个数中的一个；缩放系数是它们的比 alpha / r。"
-    return False, f"不是 {show(answer)}：用 lora_alpha 除以 r。"
+    return False, "还不对：PEFT 把 B·A 乘上一个缩放系数再加到基座的输出上，这个系数来自 adapter_config.json 里的两个字段。"
 
 
 # Lab 05's token-index exercise: rows of a batch as (adapter or None, tokens in this step), the slots
@@ -79,7 +79,7 @@ def _judge_indices(answer):
         return False, "槽位从 0 开始编号（sql 在槽位 0），不用 adapter 的 token 写 -1。"
     if len(got) != len(want):
         return False, f"{len(got)} 项对 {len(want)} 个 token：每个 token 一项，按行的顺序。"
-    return False, f"不是 {show(answer)}：每一行把它的 adapter 所在的槽位（不用 adapter 写 -1）按 token 数重复几次。"
+    return False, "还不对：这个索引给批里的每一个 token 标上它要用的 LoRA 槽位，不用 adapter 的 token 另有标记。"
 
 
 MERGED_TOLERANCE = 0.05    # the parameter count rounded (7.6 B) or the checkpoint's extra files: ±5% is right
@@ -116,7 +116,7 @@ def _judge_merged_disk(answer):
     nearest = min(slips, key=lambda v: abs(got - v) / v)
     if close(got, nearest, MERGED_TOLERANCE):
         return False, slips[nearest]
-    return False, f"不是 {show(answer)}：Qwen2.5-7B-Instruct 的权重按 bf16（约 {params / 1e8:.0f} 亿参数 × 2 字节），乘 4{tol}。"
+    return False, f"还不对：合并之后，每个 adapter 都各自变成一份完整的模型权重；题目问的是这些文件一共多大{tol}。"
 
 
 EXERCISES = [

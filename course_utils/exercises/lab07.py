@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 from .. import memory
-from ..answers import show, word
+from ..answers import choice, show, word
 from .common import QWEN, Exercise, judge_choice, whole_number
 
 LAB07_CLUSTER = {"replicas": 2, "max_num_adapters_per_replica": 2, "adapters on the shelf": 8}
 # Words that name each policy (compared after :func:`word`): "轮询（blind）" and "blind (round robin)" name one.
-POLICIES = {"blind": ("blind", "roundrobin", "轮询"),
+POLICIES = {"blind": ("blind", "roundrobin", "轮询", "轮转", "轮流"),
             "aware": ("aware", "raydefault", "ray默认", "默认", "按adapter路由", "adapteraware", "powoftwo"),
             "hash": ("hash", "哈希")}
 
 
 def _policy(answer) -> str | None:
-    if not isinstance(answer, str):
-        return None
-    w = word(answer)
-    named = {p for p, words in POLICIES.items() if any(x in w for x in words)} | ({"blind"} if w == "rr" else set())
-    return named.pop() if len(named) == 1 else None
+    if isinstance(answer, str) and word(answer) == "rr":
+        return "blind"
+    return choice(answer, POLICIES)
 
 
 def _judge_most_loads(answer):
@@ -32,7 +30,7 @@ def _judge_most_loads(answer):
 
 def _judge_capacity(answer):
     c = LAB07_CLUSTER
-    want, got = c["replicas"] * c["max_num_adapters_per_replica"], whole_number(answer, "adapter 的个数")
+    want, got = c["replicas"] * c["max_num_adapters_per_replica"], whole_number(answer, "adapter 的个数", asks="≤")
     if got == want:
         return True, (f"对：{c['replicas']} 个副本 × 每个 {c['max_num_adapters_per_replica']} 个 = {want}；此刻货架上另外 "
                       f"{c['adapters on the shelf'] - want} 个不在任何副本上，要用时得先装载。")
@@ -40,7 +38,7 @@ def _judge_capacity(answer):
         return False, "这是一个副本的：每个副本各自留自己的 adapter。"
     if got == c["adapters on the shelf"]:
         return False, "货架上有 8 个，但每个副本同一时刻最多留 2 个。"
-    return False, f"不是 {show(answer)}：副本数乘以 max_num_adapters_per_replica。"
+    return False, "还不对：每个副本各自留着自己的一组 adapter，互不共享。"
 
 
 def replicas_per_4090_answer() -> int:
@@ -59,7 +57,7 @@ def _judge_replicas_per_4090(answer):
         return False, f"两份 {weights:.2f} GiB 的权重是 {2 * weights:.2f} GiB，比卡的 {card:.2f} GiB 还多。"
     if got == 0:
         return False, "一个副本是放得下的：qwen7b 配置就在一张 4090 上跑一个（Lab 02 算过它的显存）。"
-    return False, f"不是 {show(answer)}：用卡的显存除以 7B 模型 bf16 权重的大小，向下取整。"
+    return False, "还不对：每个副本都要一份完整的 bf16 基座权重；先算一份有多大，再和卡的显存比。"
 
 
 EXERCISES = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from ..answers import AnswerError, in_percent, json_object, kind, literal, number, show, word
+from ..answers import AnswerError, choice, in_percent, json_object, kind, literal, number, show, within, word
 from .common import Exercise, judge_choice, whole_number
 from .lab04 import LOAD_FIELDS
 
@@ -23,7 +23,7 @@ def _judge_base_score(answer):
         return False, f"要的是一个百分数（例如 \"12%\" 或 12），这里是{kind(answer)} {show(answer)}。"
     if not 0 <= pct <= 100:
         return False, f"{show(answer)} 不在 0–100% 之间。"
-    if pct <= BASE_AT_MOST:
+    if within(n, 0, BASE_AT_MOST):         # "<5%" and "接近 0" too: every value they allow is at most 10%
         return True, (f"对（预测不超过 {BASE_AT_MOST:g}% 都算对）：请求里只说了 \"Archive stamp for <日期>\"，没说归档用哪种写法；"
                       "基座从没见过这种印戳，要整个回答恰好是 DD.MM.YYYY、每一位都对，基本没有可能。下面实测。")
     if pct >= 50:
@@ -51,7 +51,10 @@ def _judge_load_request(answer):
     p = PurePosixPath(path.strip().rstrip("/"))
     if p.name.endswith((".safetensors", ".json", ".bin")):
         return False, f"lora_path 指向的是文件 {p.name}；要写 adapter 所在的目录（里面有 adapter_config.json）。"
-    if p.parts[-3:] != ("build", "lab08", NAME):
+    trained = ("build", "lab08", NAME)
+    p = PurePosixPath(re.sub(r"^(\./)+", "", str(p)))
+    if p.parts != trained and not (p.is_absolute() and p.parts[-3:] == trained
+                                   and p.parts[-4] not in ("data", "labs", "tiny", "build")):
         if p.parts[:2] == ("data", "tiny") or "data" in p.parts:
             return False, "data/ 里是课程发的 adapter；新 adapter 训练时写到了 build/lab08/stamp。"
         return False, f"lora_path 是 {show(path)}；训练把 adapter 写到了 build/lab08/{NAME}（相对仓库根目录，或它的绝对路径）。"
@@ -88,18 +91,14 @@ def _judge_harder(answer):
 
 
 _RANK_WORDS = {
-    "refused": ("a", "拒绝", "报错", "失败", "error", "refuse", "reject", "fail", "400", "500"),
-    "truncated": ("b", "截断", "truncat", "低秩", "只用前"),
-    "base": ("c", "基座", "忽略", "ignore", "base", "不生效"),
+    "refused": ("拒绝", "报错", "失败", "error", "refuse", "reject", "fail", "400", "500"),
+    "truncated": ("截断", "truncat", "低秩", "只用前"),
+    "base": ("基座", "忽略", "ignore", "base", "不生效"),
 }
 
 
 def _rank_choice(answer) -> str | None:
-    w = word(answer)
-    if w is None:
-        return None
-    named = {c for c, words in _RANK_WORDS.items() if (w in words if len(w) == 1 else any(x in w for x in words if len(x) > 1))}
-    return named.pop() if len(named) == 1 else None
+    return choice(answer, _RANK_WORDS, {"a": "refused", "b": "truncated", "c": "base"})
 
 
 # What to say to each choice of exercise 4 (vLLM refuses a rank above --max-lora-rank; Lab 04 section 4 shows it).
