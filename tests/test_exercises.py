@@ -10,6 +10,7 @@ import pytest
 
 from course_utils import exercises as ex
 from course_tools import notebooks
+from course_utils.paths import REPO
 from tests.exercise_solutions import BLANKS, MALFORMED, REFERENCE, SPELLINGS, WRONG
 
 LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("[0-9]*.ipynb"))
@@ -187,6 +188,7 @@ REVEALS = {
     "07.capacity": [r"2 个副本 ?× ?2", r"2 replicas x 2"],
     "07.most_loads": [r"轮询.{0,40}(换进换出|装载得最多|装载最多)", r"round robin loads more"],
     "07.replicas_per_4090": [r"只放得下一个", r"do not fit", r"两个副本要两张卡"],
+    "08.base_score": [r"\b0 of 50 right", r"right on at most 5% of the held-out dates"],
 }
 
 
@@ -210,6 +212,43 @@ def test_no_question_comes_after_a_cell_that_shows_its_answer(lab):
         for pattern in REVEALS.get(e["name"], []):
             m = re.search(pattern, before)
             assert not m, f"{lab.name}: {e['name']}'s answer shows before its question: {m.group(0)!r}"
+
+
+def test_the_readme_states_no_exercise_answer():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    for name, patterns in REVEALS.items():
+        for pattern in patterns:
+            m = re.search(pattern, text)
+            assert not m, f"README.md states {name}'s answer: {m.group(0)!r}"
+
+
+@pytest.mark.parametrize("lab", LABS, ids=lambda p: p.stem)
+def test_a_measured_result_below_a_prediction_stays_folded_until_opened(lab):
+    """A prediction's measured answer is committed in the outputs below it: those outputs start folded, in
+    JupyterLab (``jupyter.outputs_hidden``) and on the site (tag ``hide-output``), so the student sees them only
+    after choosing to."""
+    from course_tools import grading
+
+    nb = notebooks.read(lab)
+    for e in grading.exercises(nb):
+        if e["name"] not in PREDICTIONS | {"08.base_score"}:
+            continue
+        # up to its check; 08.base_score is checked before its run: up to the end of its section
+        end = e["check"] if e["name"] in PREDICTIONS else next(
+            (i for i in range(e["check"], len(nb.cells)) if nb.cells[i].source.startswith("## ")), len(nb.cells))
+        for i, cell in enumerate(nb.cells[e["exercise"] + 1:end], e["exercise"] + 1):
+            shown = "\n".join(notebooks.output_text(o, ("text/plain",)) for o in cell.get("outputs", []))
+            if cell.cell_type == "code" and any(re.search(p, shown) for p in REVEALS.get(e["name"], [])):
+                folded = cell.metadata.get("jupyter", {}).get("outputs_hidden") is True
+                assert folded and "hide-output" in cell.metadata.get("tags", []), (
+                    f"{lab.name} cell {i} shows {e['name']}'s measured answer unfolded")
+
+
+def test_lab06_answers_start_hidden():
+    """Lab 06's answer templates are arguments of ask(): in JupyterLab their source starts hidden (the site removes it)."""
+    nb = notebooks.read(REPO / "labs" / "06_self_test.ipynb")
+    asks = [c for c in nb.cells if c.cell_type == "code" and re.search(r"^ask\(", c.source, re.M)]
+    assert len(asks) >= 10 and all(c.metadata.get("jupyter", {}).get("source_hidden") is True for c in asks)
 
 
 def test_every_prediction_is_checked_after_the_cell_that_runs_it():

@@ -550,7 +550,7 @@ CHECKED = {
         "槽位装不下，vLLM 的报错直接说出两个数": check_rank_refusal_names_both_numbers,
     },
     "05": {
-        "一张 24 GB 的卡只放得下**一个**合并后的 7B 模型": check_one_merged_7b_per_card,
+        "一张 24 GB 的卡放不下几个": check_one_merged_7b_per_card,
         "秩 16 时 LoRA 只给投影多加约": check_flop_shares,
     },
     "06": {
