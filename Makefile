@@ -318,13 +318,13 @@ tiny-world: $(VENV)/.installed  ## retrain the tiny base model, its four adapter
 	$(VENV)/bin/python -m course_tools.tinyworld.trainer
 	$(VENV)/bin/python -m course_tools.tinyworld.quality -n 50
 
-tiny-adapters: $(VENV)/.installed  ## retrain only the four shelf adapters on the shipped base (data/tiny/adapters/), about 13 minutes
+tiny-adapters: $(VENV)/.installed  ## retrain only the four shelf adapters on the shipped base (data/tiny/adapters/), about 19 minutes
 	$(VENV)/bin/python -m course_tools.tinyworld.trainer --only adapters
 
 tiny-sibling: $(VENV)/.installed  ## retrain only data/tiny/foreign/sibling-sql (its sibling base goes to build/), minutes
 	$(VENV)/bin/python -m course_tools.tinyworld.trainer --only sibling
 
-tiny-ranks: $(VENV)/.installed  ## retrain only data/tiny/rank_sweep/ (the json recipe at ranks 1, 4, 16; the codebook at 1-64), about 18 minutes
+tiny-ranks: $(VENV)/.installed  ## retrain only data/tiny/rank_sweep/ (the json recipe at ranks 1, 4, 16; the codebook at 1-64), about 23 minutes
 	$(VENV)/bin/python -m course_tools.tinyworld.trainer --only ranks
 
 eval: $(VENV)/.installed  ## held-out quality table of the tiny world (vLLM + transformers/peft)

@@ -90,9 +90,9 @@ class TrainConfig:
     vocab_size: int = 1024
     # False: GPT-2-style spaces, glued to the word after them, so a word is cut one way after a space and another
     # after a quote (" auto" -> Ġa ut o, "'auto" -> ' au to) and an adapter must re-spell what it copies into
-    # SQL or JSON. True: every space is a token of its own and a word is cut alike everywhere (EXPERIMENTS.md
-    # section 7; section 2 tried it before the copy drill existed, at 1,500 steps).
-    isolate_spaces: bool = False
+    # SQL or JSON. True (shipped since issue 53): every space is a token of its own and a word is cut alike
+    # everywhere (EXPERIMENTS.md section 7, run T1; section 2 tried it before the copy drill existed, at 1,500 steps).
+    isolate_spaces: bool = True
     copy_drill_steps: int = 2000  # steps of random strings written twice before the base's corpus
     copy_weight: float = 1.0  # the base's loss weight of reply tokens copied from the prompt (the entities)
     adapter_copy_weight: float = 3.0  # the same for the adapters (EXPERIMENTS.md section 6)
@@ -105,8 +105,8 @@ class TrainConfig:
     base_examples_per_task: int = 5000
     copy_examples: int = 10000  # "Repeat exactly: ..." practice for the base
     # composed requests (grammar.py) per task in the base's corpus, with the task's generic replies, so that the base
-    # has read such messages before an adapter must find the entity in them (EXPERIMENTS.md section 7)
-    base_composed_per_task: int = 0
+    # has read such messages before an adapter must find the entity in them (EXPERIMENTS.md section 7, run B2)
+    base_composed_per_task: int = 2500
     base_steps: int = 12000
     base_lr: float = 3e-3
     adapter_examples: int = 6000
@@ -121,8 +121,8 @@ class TrainConfig:
     extra: dict = field(default_factory=dict)
 
 
-SMOKE = dict(base_examples_per_task=60, copy_examples=60, base_steps=3, copy_drill_steps=2, adapter_examples=40,
-             adapter_steps=2, batch_size=8)
+SMOKE = dict(base_examples_per_task=60, copy_examples=60, base_composed_per_task=20, base_steps=3, copy_drill_steps=2,
+             adapter_examples=40, adapter_steps=2, batch_size=8)
 
 
 # ---------------------------------------------------------------------------
@@ -545,9 +545,9 @@ def main(argv=None):
     ap.add_argument("--adapter-steps", type=int)
     ap.add_argument("--only", choices=["adapters", "sibling", "ranks", "json-sweep", "codebook", "identities",
                                        "foreign"],
-                    help="rebuild one piece of an existing world: the four shelf adapters on its base (about 13 min), "
-                         "the sibling-base adapter (about 11 min), the rank sweep (about 15 min), its json half "
-                         "(about 13 min) or its codebook half (about 5 min), or the base fingerprints recorded "
+                    help="rebuild one piece of an existing world: the four shelf adapters on its base (about 19 min), "
+                         "the sibling-base adapter (about 25 min), the rank sweep (about 23 min), its json half "
+                         "(about 16 min) or its codebook half (about 7 min), or the base fingerprints recorded "
                          "beside the adapters (seconds)")
     args = ap.parse_args(argv)
     cfg = TrainConfig(seed=args.seed, **(SMOKE if args.smoke else {}))
