@@ -1,11 +1,14 @@
 """Lab 07's pieces with small or fake inputs: the stream, the hash, Ray's metrics text, the socket watch,
 the S3 store on loopback, and the refusals. The whole cluster runs live in Lab 07 (make test-live)."""
 
+import contextlib
+import http.server
 import json
 import math
 import socket
 import subprocess
 import sys
+import threading
 from collections import Counter
 
 import pytest
@@ -15,6 +18,18 @@ from course_utils.paths import TINY
 from course_utils.profiles import get_profile
 from course_utils.scale import cluster, control, metrics, sockets, traffic
 from course_utils.scale.store import S3Store
+
+
+@contextlib.contextmanager
+def loopback_page(handler):
+    """A real HTTP server on 127.0.0.1 answering with ``handler`` (a BaseHTTPRequestHandler), in a thread: its port."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_zipf_stream_is_skewed_and_repeatable():
@@ -75,9 +90,6 @@ def test_metrics_pages_are_read_by_prometheus_clients_parser(monkeypatch):
 def test_counters_that_stay_short_raise_instead_of_giving_partial_numbers():
     """Under load Ray's metrics have lagged past the wait (a CI run's hash pass): a real page on loopback whose
     counters stay at 10 of 12 answered requests is an error that says so, not a split missing two requests."""
-    import http.server
-    import threading
-
     class Page(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             self.send_response(200)
@@ -87,16 +99,10 @@ def test_counters_that_stay_short_raise_instead_of_giving_partial_numbers():
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        port = server.server_address[1]
+    with loopback_page(Page) as port:
         assert metrics.scrape_until(port, "scale", 10, timeout=1.0)["abc"]["requests"] == 10
         with pytest.raises(RuntimeError, match="10 / 12"):
             metrics.scrape_until(port, "scale", 12, timeout=1.0)
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_the_socket_watch_sees_a_socket_off_loopback():
@@ -215,10 +221,6 @@ def test_the_client_retries_a_5xx_after_a_wait_and_keeps_what_a_failed_request_w
     """Ray answers the second of two racing loads of one adapter 500 ("already been loaded"); on a busy machine
     an immediate retry met the same race. A real page on loopback answers adapter ``a`` 500 twice and then 200,
     and adapter ``b`` 500 every time: ``a`` counts as answered and retried, ``b`` as failed, with the body."""
-    import http.server
-    import json as json_mod
-    import threading
-
     from course_utils.scale import client
 
     monkeypatch.setattr(client, "RETRY_WAITS", (0.01, 0.01, 0.01, 0.01))
@@ -226,7 +228,7 @@ def test_the_client_retries_a_5xx_after_a_wait_and_keeps_what_a_failed_request_w
 
     class Page(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
-            model = json_mod.loads(self.rfile.read(int(self.headers["Content-Length"])))["model"]
+            model = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["model"]
             tries[model] = tries.get(model, 0) + 1
             ok = model.endswith(":a") and tries[model] > 2
             body = b'{"choices": []}' if ok else b'{"message": "LoRA adapter b has already been loaded"}'
@@ -238,13 +240,8 @@ def test_the_client_retries_a_5xx_after_a_wait_and_keeps_what_a_failed_request_w
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        out = client.send(server.server_address[1], "m", ["a", "b"], "blind", concurrency=1)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with loopback_page(Page) as port:
+        out = client.send(port, "m", ["a", "b"], "blind", concurrency=1)
     assert tries == {"m:a": 3, "m:b": 5}
     assert (out["ok"], out["failed"], out["retried"], out["status"]) == (1, 1, 2, {"200": 1, "500": 1})
     assert "already been loaded" in out["errors"]["500"]
