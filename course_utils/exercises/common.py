@@ -15,6 +15,7 @@ from ..answers import (
     Number,
     close,
     exact,
+    fmt_number,
     in_bytes,
     is_count,
     kind,
@@ -51,8 +52,7 @@ def whole_number(answer, what: str, asks: str = "") -> int:
     return int(n.value)
 
 
-def fmt(x: float) -> str:
-    return f"{x:,.0f}" if x == int(x) else f"{x:,.4g}"
+fmt = fmt_number          # a number as a hint writes it (answers.py has the one definition)
 
 
 def byte_count(answer, what: str, per: tuple[str, ...] = ()) -> tuple[float, Number]:
