@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
 
-from ..answers import choice, kind, number, show
+from ..answers import choice, kind, show
 from .common import Exercise, judge_choice, whole_number
 
 # The batch of exercise 01.requests: (adapter name or None, user text); Lab 01 registers the adapters
@@ -92,10 +91,8 @@ STEPS_OPTIONS = {"max_loras=1": ("max_loras=1", "max_loras1", "默认", "default
 
 def _more_steps_choice(answer) -> str | None:
     """"max_loras=1", "1", "默认的 max_loras=1 要多走很多步", "max_loras=4", "same"; None when it names none."""
-    n = number(answer) if isinstance(answer, (int, str)) and not isinstance(answer, bool) else None
-    if n is not None and n.unit == "" and n.value in (1, 4) and re.fullmatch(r"\s*[14]\s*", str(answer)):
-        return f"max_loras={n.value:.0f}"
-    return choice(answer, STEPS_OPTIONS)
+    bare = str(answer).strip() if isinstance(answer, (int, str)) and not isinstance(answer, bool) else ""
+    return f"max_loras={bare}" if bare in ("1", "4") else choice(answer, STEPS_OPTIONS)
 
 
 def _judge_steps(answer):
