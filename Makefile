@@ -48,7 +48,7 @@ timed = @t0=$$(date +%s); $(1); rc=$$?; s=$$(( $$(date +%s) - t0 )); echo "== $@
   [ -z "$$COURSE_TIMINGS" ] || echo "{\"target\": \"$@\", \"seconds\": $$s, \"exit\": $$rc}" >> "$$COURSE_TIMINGS/suites.jsonl"; \
   exit $$rc
 
-.PHONY: help setup setup-gpu run record test test-engines test-read lint test-unit test-fast test-stale test-replay test-live \
+.PHONY: help setup setup-gpu run record cost-boxes test test-engines test-read lint test-unit test-fast test-stale test-replay test-live \
   test-rehearsal coverage-gpu check-vllm-api gpu-check gpu-check-cpu test-nbgrader exercise-score test-exercises nbgrader-course test-browser site \
   test-site jupyter tiny-world tiny-adapters tiny-sibling tiny-ranks eval demo lab-modules bench-labs bench \
   bench-lora-ops bench-lora-e2e bench-scale bench-lora-load clean
@@ -112,6 +112,10 @@ JOBS ?= 1
 record: $(LIVE_VENV)/.installed  ## re-record the labs for read mode (PROFILE=tiny|qwen7b|rehearsal; llama3b runs no lab live)
 	@COURSE_RECORD_COMMAND="make record PROFILE=$(PROFILE)" $(LIVE_VENV)/bin/python -m course_tools.labrun record \
 	  --profile $(PROFILE) --jobs $(JOBS) $(if $(RECORD_DIR),--output-dir $(RECORD_DIR)) $(LABS)
+	@$(if $(filter tiny,$(PROFILE)),$(if $(RECORD_DIR),,$(LIVE_VENV)/bin/python -m course_tools.budget --write-cost-boxes))
+
+cost-boxes: $(LIVE_VENV)/.installed  ## rewrite the cost box each lab opens with, from the committed recordings
+	@$(LIVE_VENV)/bin/python -m course_tools.budget --write-cost-boxes
 
 # check-vllm-api first: it fetches vLLM 0.26.0's source into build/, which two unit tests read (without it they
 # skip, and -rs says so).

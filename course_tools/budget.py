@@ -159,6 +159,77 @@ def setup_table(install=INSTALL_S, download_mb_s=DOWNLOAD_MB_S, train_step=TRAIN
     return pd.DataFrame(rows)
 
 
+# ---------------------------------------------------------------------------
+# The cost box each lab opens with (issue 55): generated here, written into the lab by `make cost-boxes`
+# (and by `make record`), and checked against this function by tests/test_budget.py.
+# ---------------------------------------------------------------------------
+
+COST_BOX_TAG = "cost-box"
+EXAMPLE_PRICE = _E["example_price_cny_per_hour"]   # an example, not AutoDL's price (gpu_estimates.json says why)
+RUNS_ON_GPU = {   # what a lab does on a 4090 that its counts do not say
+    "06_self_test": "什么都不启动：它只读前几课的录制，在 4090 上也一样",
+    "07_scale_out": "在 GPU 配置上它打开 CPU 上录下的结果（Ray 集群只在 CPU 上现场跑），不占 GPU",
+}
+
+
+def cpu_minutes(notebook: Path) -> float:
+    """How long the committed run of ``notebook`` took, first cell to last (the timestamps Jupyter keeps in each
+    cell's metadata when `make record` runs it on this machine), in minutes."""
+    from datetime import datetime
+
+    from course_tools import notebooks
+
+    stamps = [c.metadata["execution"] for c in notebooks.read(notebook).cells
+              if c.cell_type == "code" and c.metadata.get("execution")]
+    if not stamps:
+        return 0.0
+    t = lambda s: datetime.fromisoformat(s.rstrip("Z"))
+    return (t(stamps[-1]["shell.execute_reply"]) - t(stamps[0]["iopub.execute_input"])).total_seconds() / 60
+
+
+def cost_box(notebook: Path, price: float = EXAMPLE_PRICE) -> str:
+    """The lab's first box: minutes here on CPU, GPU minutes and yuan on an AutoDL 4090, what runs where."""
+    w = lab_work(notebook)
+    gpu_min = w.seconds() / 60
+    cpu = max(1, round(cpu_minutes(notebook)))
+    if w.lab in RUNS_ON_GPU:
+        gpu = f"AutoDL RTX 4090 上：{RUNS_ON_GPU[w.lab]}。"
+        tail = ""
+    else:
+        work = "、".join(x for x in [f"起 {w.engine_starts} 次 7B 引擎" if w.engine_starts else "",
+                                    f"起 {w.server_starts} 次服务" if w.server_starts else "",
+                                    f"训练 {w.train_steps} 步" if w.train_steps else "",
+                                    f"把基座读进主机内存 {w.host_loads} 次" if w.host_loads else ""] if x)
+        gpu = (f"AutoDL RTX 4090 上（`qwen7b` 配置）：{work}，预估约 {gpu_min:.0f} GPU 分钟；按每小时 ¥{price:g} 的"
+               f"示例价格约 ¥{gpu_min / 60 * price:.2f}（费用 = GPU 分钟 ÷ 60 × 你在 AutoDL 控制台上看到的每小时价格；"
+               f"这个示例价格没有核实过）。实例开着就计费，读和想的时间也算。")
+        tail = "GPU 上的时间都是预估（`python -m course_tools.budget`），这门课的 GPU 路径还没有在 4090 上实际跑过。"
+    return f"> **这一课的成本**　这台机器上（CPU，`tiny` 配置）：上一次录制从第一格跑到最后一格约 {cpu} 分钟。{gpu}{tail}"
+
+
+def write_cost_boxes(labs=None) -> list[str]:
+    """Put each lab's cost box right after its title cell (replacing the one there); the labs changed."""
+    import nbformat
+
+    from course_tools import notebooks
+
+    changed = []
+    for nb_path in labs or sorted(LABS.glob("[0-9]*.ipynb")):
+        nb = notebooks.read(nb_path)
+        box = cost_box(nb_path)
+        at = next((i for i, c in enumerate(nb.cells) if COST_BOX_TAG in c.metadata.get("tags", [])), None)
+        if at is None:
+            cell = nbformat.v4.new_markdown_cell(box, metadata={"tags": [COST_BOX_TAG]})
+            nb.cells.insert(1, cell)
+        elif nb.cells[at].source == box:
+            continue
+        else:
+            nb.cells[at].source = box
+        nbformat.write(nb, nb_path)
+        changed.append(nb_path.name)
+    return changed
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="学生在 AutoDL RTX 4090 上的预算：每个实验让 GPU 做多少事，以及预估的时间。")
     ap.add_argument("--price", type=float, help="你的每 GPU 小时价格（例如 AutoDL 控制台上的人民币价格）")
@@ -168,7 +239,11 @@ def main(argv=None) -> int:
     ap.add_argument("--install", type=float, default=INSTALL_S, help="装环境的秒数")
     ap.add_argument("--download-mb-s", type=float, default=DOWNLOAD_MB_S, help="下载速度，MB/s")
     ap.add_argument("--train-step", type=float, default=TRAIN_STEP_S, help="每个训练步的秒数")
+    ap.add_argument("--write-cost-boxes", action="store_true", help="把每个实验开头的成本框按现在的录制重写一遍")
     a = ap.parse_args(argv)
+    if a.write_cost_boxes:
+        print("成本框已更新：" + ("、".join(write_cost_boxes()) or "没有变化"))
+        return 0
     setup = setup_table(a.install, a.download_mb_s, a.train_step)
     print("一次性准备（bash autodl/setup.sh；装环境和下载用不到 GPU，可以在 AutoDL 的无卡模式里做：`--no-gpu`）：")
     print(setup.to_string(index=False))

@@ -16,9 +16,9 @@ def main(argv=None):
         nb = read(out_dir / lab.name)
         first = "".join(o.text for c in nb.cells[:3] if c.cell_type == "code"
                         for o in c.outputs if o.output_type == "stream")
-        mode = next((ln.split(":", 1)[1].strip() for ln in first.splitlines() if ln.startswith("mode:")), "?")
+        mode = next((ln.split("：", 1)[1].strip() for ln in first.splitlines() if ln.startswith("模式：")), "?")
         cells = sum(c.cell_type == "code" for c in nb.cells)
-        print(f"  {out_dir / lab.name}  ({cells} code cells, mode: {mode})")
+        print(f"  {out_dir / lab.name}  （{cells} 个代码格，模式：{mode}）")
 
 
 if __name__ == "__main__":

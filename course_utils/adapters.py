@@ -194,15 +194,16 @@ def write_base_identity(adapter_dir: str | Path, base_dir: str | Path, base_name
 
 
 def check_same_base(info: AdapterInfo, base_model: Path) -> str:
-    """AdapterError when the adapter records another base's fingerprint; else how far the base was checked."""
+    """AdapterError when the adapter records another base's fingerprint; else how far the base was checked: a short
+    verdict ("同一个基座" or "没查"), then ": " and the details (a table shows ``base_check.split(":")[0]``)."""
     file = Path(info.path) / BASE_IDENTITY_FILE
     if not file.is_file():
-        return (f"not checked: 没查。这个 adapter 没有记录基座指纹（{BASE_IDENTITY_FILE}）；它的配置写的是 "
+        return (f"没查: 这个 adapter 没有记录基座指纹（{BASE_IDENTITY_FILE}）；它的配置写的是 "
                 f"base_model_name_or_path={info.base_model_name!r}，请自己和要服务的基座核对")
     recorded = json.loads(file.read_text())
     stored, here_stored = recorded.get("base_storage"), _storage(base_model)
     if stored is not None and stored != here_stored:     # e.g. trained on the bf16 base, served on its AWQ copy
-        return (f"not checked: 没查。这个 adapter 训练时的基座存储方式是 {stored}，这个基座是 {here_stored}；"
+        return (f"没查: 这个 adapter 训练时的基座存储方式是 {stored}，这个基座是 {here_stored}；"
                 f"指纹只能比较完全相同的文件。它的基座是 {recorded.get('base_model_name')!r}")
     here = base_fingerprint(base_model)
     if recorded.get("base_fingerprint") != here:
@@ -211,7 +212,7 @@ def check_same_base(info: AdapterInfo, base_model: Path) -> str:
             f"{recorded.get('base_model_name')!r}，指纹 {recorded.get('base_fingerprint')}；而你给的基座（目录 "
             f"{base_model.name!r}，存储方式相同）的指纹是 {here}。形状都对得上（shapes match），所以 vLLM 会不报错地加载它，"
             f"然后答错。请用在这个基座上训练的 adapter，或在这个基座上重新训练。")
-    return f"same base: 同一个基座，指纹 {here} 一致"
+    return f"同一个基座: 指纹 {here} 一致"
 
 
 # --------------------------------------------------------------------------

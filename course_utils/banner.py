@@ -14,16 +14,16 @@ def banner(profile: Profile, current: Session) -> str:
     """The banner for the lab's session ``current``."""
     if current.mode == "replay":
         p = current.provenance
-        mode = f"replay (read mode: recorded {p.get('date', '?')} with `{p.get('command', '?')}`)"
+        mode = f"读模式（replay），显示 {p.get('date', '?')} 用 `{p.get('command', '?')}` 录制的运行"
         hardware, version = p.get("hardware", "?"), p.get("vllm_version", "?")
     else:
-        mode = "live" + (f" (recording to {short_path(current.path)})" if current.recording else "")
+        mode = "实时运行（live）" + (f"，录制到 {short_path(current.path)}" if current.recording else "")
         hardware, version = session.hardware_description(), session.installed_vllm_version()
     return "\n".join([
-        f"mode:     {mode}",
-        f"profile:  {profile.name}: {profile.description}",
-        f"hardware: {hardware}",
-        f"vLLM:     {version}",
+        f"模式：{mode}",
+        f"配置：{profile.name}（{profile.description}）",
+        f"硬件：{hardware}",
+        f"vLLM 版本：{version}",
     ])
 
 

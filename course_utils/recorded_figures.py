@@ -145,16 +145,16 @@ def lab05_figures(rec: dict) -> dict:
     pairs = [(k, runtime[k], merged[k]) for k in merged if k in runtime]
     ops = call_result(rec, "compare_with_vllm_ops") or {}
     peft = call_result(rec, "compare_with_peft") or []
-    worst = [v for v in (max((v for k, v in ops.items() if k.startswith("max |mine")), default=None),
-                         max((r["max |mine - peft|"] for r in peft), default=None)) if v is not None]
+    worst = [v for v in (max((v for k, v in ops.items() if k.startswith("|lora_linear")), default=None),
+                         max((r["|lora_linear - peft| 的最大值"] for r in peft), default=None)) if v is not None]
     return {
         "merged_adapters": sorted({k[0] for k in merged}), "merged_names": ", ".join(sorted({k[0] for k in merged})),
         "pairs": len(pairs),
-        "within_tolerance": bool(worst) and ops.get("tolerance") is not None and max(worst) <= ops["tolerance"],
+        "within_tolerance": bool(worst) and ops.get("容差") is not None and max(worst) <= ops["容差"],
         "same": sum(a == b for _, a, b in pairs),
-        "ops_worst": max((v for k, v in ops.items() if k.startswith("max |mine")), default=None),
-        "peft_worst": max((r["max |mine - peft|"] for r in peft), default=None),
-        "tolerance": ops.get("tolerance"),
+        "ops_worst": max((v for k, v in ops.items() if k.startswith("|lora_linear")), default=None),
+        "peft_worst": max((r["|lora_linear - peft| 的最大值"] for r in peft), default=None),
+        "tolerance": ops.get("容差"),
         "moved": [c["result"] for c in rec["calls"] if c["kind"] == "source" and "result" in c
                   and c["result"].get("status") == "missing"],
     }
@@ -254,14 +254,14 @@ class Question:
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         paragraphs = "".join(f"<p>{html.escape(p)}</p>" for p in self.answer.split("\n\n"))
-        src = f"<p><small>{html.escape(self.source)}</small></p>" if self.source else ""
+        src = f"<p><small>出处：{html.escape(self.source)}</small></p>" if self.source else ""
         page = (f"<details style='margin:0.6em 0'><summary><b>Q{self.number}.</b> {html.escape(self.question)}"
-                f" <i>(点击展开答案)</i></summary><div style='margin:0.4em 1.2em'>{paragraphs}{src}</div></details>")
+                f" <i>（点击展开答案）</i></summary><div style='margin:0.4em 1.2em'>{paragraphs}{src}</div></details>")
         return {"text/html": page, "text/plain": str(self)}
 
     def __str__(self):
-        tail = f"\n   [{self.source}]" if self.source else ""
-        return f"Q{self.number}. {self.question}\nA: {self.answer}{tail}"
+        tail = f"\n   [出处：{self.source}]" if self.source else ""
+        return f"Q{self.number}. {self.question}\n答：{self.answer}{tail}"
 
 
 # ---------------------------------------------------------------------------

@@ -31,28 +31,30 @@ cu.profiles.apply_env(prof)       # the profile's environment, before vLLM is im
 from vllm import LLM, SamplingParams  # noqa: E402
 from vllm.lora.request import LoRARequest  # noqa: E402
 
-# 1) The adapter, trained on the same base, as a local folder.
-#    The page: sql_path = snapshot_download(repo_id="jeeejeee/llama32-3b-text2sql-spider")
+# 1) 把两个基于「同一基座」训练的 adapter 拉到本地路径。
+#    讲义：sql_path = snapshot_download(repo_id="jeeejeee/llama32-3b-text2sql-spider")  # 示例 SQL adapter
+#    课程改动：用 autodl/setup.sh 事先下载好的本地目录（运行时不下载）。
 sql_path = prof.adapter("sql")
+# （实际请用你自己的 Qwen2.5-7B adapter；基座与 adapter 必须匹配）
 
-# 2) One base with LoRA on. max_lora_rank must be >= the largest adapter rank.
+# 2) 一份基座，开启 LoRA。max_lora_rank 必须 ≥ 最高的 adapter 秩。
 llm = LLM(
-    model=prof.base_model,           # the frozen base, loaded once (the page: "meta-llama/Llama-3.2-3B-Instruct")
-    enable_lora=True,                # turn the LoRA machinery on
-    max_lora_rank=64,                # slot size for the adapters' rank
-    max_loras=2,                     # distinct adapters allowed in one batch
-    **prof.engine_kwargs(),          # this profile's hardware settings
+    model=prof.base_model,           # 冻结基座，只加载一次（讲义："meta-llama/Llama-3.2-3B-Instruct"）
+    enable_lora=True,                # 打开 LoRA 机制
+    max_lora_rank=64,                # 按你的最大秩给 adapter 槽位定尺寸
+    max_loras=2,                     # 单 batch 内允许的不同 adapter 数
+    **prof.engine_kwargs(),          # 课程改动：这个配置的硬件参数（dtype、上下文长度、显存）
 )
 
 sp = SamplingParams(temperature=0, max_tokens=64)
 
-# 3) Route the prompts of one batch to different adapters.
-#    LoRARequest(readable name, unique integer id, local path); every adapter needs its own id.
-prompts = ["[user] Write a SQL query: list all airports in Malawi [/user] [assistant]",
-           "Explain what a KV cache is in one sentence."]
-requests = [LoRARequest("sql_adapter", 1, sql_path),   # row 0 -> the SQL adapter
-            None]                                       # row 1 -> the bare base
+# 3) 在一个 batch 里把不同 prompt 路由到不同 adapter。
+#    LoRARequest(可读名, 唯一整数 id, 本地路径)；每个 adapter 的整数 id 必须唯一。
+prompts   = ["[user] Write a SQL query: list all airports in Malawi [/user] [assistant]",
+             "Explain what a KV cache is in one sentence."]
+requests  = [LoRARequest("sql_adapter", 1, sql_path),   # 行 0 → SQL adapter
+             None]                                       # 行 1 → 裸基座，无 adapter
 
-outs = llm.generate(prompts, sp, lora_request=requests)  # one heterogeneous batch
+outs = llm.generate(prompts, sp, lora_request=requests)  # 异构 batch
 for p, o in zip(prompts, outs):
     print(o.outputs[0].text.strip()[:80])

@@ -62,9 +62,9 @@ ALLOWED: dict[str, str] = {
     'course_tools/bench/opbench.py::_ints':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_utils/engine/opbench.py::_span':
-        'CPU branch no measured process took (1 lines; first: \'return "n/a"\'): an edge or error path a unit test could take',
+        'CPU branch no measured process took (1 lines; first: \'return "无数据"\'): an edge or error path a unit test could take',
     'course_utils/engine/opbench.py::load_run':
-        'CPU branch no measured process took (1 lines; first: \'raise OpBenchError(f"no recorded {what} at {Path(path).name}; make it with `make {make_tar\'): an edge or error path a unit test could take',
+        'CPU branch no measured process took (1 lines; first: \'raise OpBenchError(f"没有录制好的{what} {Path(path).name}；用 `make {make_target}` 生成它。")\'): an edge or error path a unit test could take',
     'course_utils/engine/opbench.py::plot':
         'separate target: make bench-lora-ops writes the recording Lab 03 shows; not in make test',
     'course_tools/bench/opbench.py::provenance':
@@ -86,7 +86,7 @@ ALLOWED: dict[str, str] = {
     'course_utils/engine/source.py::Located.header':
         'CPU branch no measured process took (3 lines; first: \'if self.status == "found":\'): an edge or error path a unit test could take',
     'course_utils/engine/source.py::Located.markdown':
-        'CPU branch no measured process took (2 lines; first: \'head += f"; {self.note}"\'): an edge or error path a unit test could take',
+        'CPU branch no measured process took (2 lines; first: \'head += f"；{self.note}"\'): an edge or error path a unit test could take',
     'course_utils/engine/vllm_source.py::_attribute_docs':
         "CPU branch no measured process took (2 lines; first: 'except (OSError, TypeError):'): an edge or error path a unit test could take",
     'course_utils/engine/vllm_source.py::_class_parts':
@@ -102,7 +102,7 @@ ALLOWED: dict[str, str] = {
     'course_utils/engine/vllm_source.py::_resolve':
         "CPU branch no measured process took (1 lines; first: 'obj = obj.__func__'): an edge or error path a unit test could take",
     'course_utils/engine/vllm_source.py::dataclass_fields':
-        'CPU branch no measured process took (1 lines; first: \'default = "(required)"\'): an edge or error path a unit test could take',
+        'CPU branch no measured process took (1 lines; first: \'default = "（必填）"\'): an edge or error path a unit test could take',
     'course_utils/engine/vllm_source.py::locate':
         "CPU branch no measured process took (4 lines; first: 'except Exception: # noqa: BLE001'): an edge or error path a unit test could take",
     'course_utils/engine/widebench.py::<module>':
@@ -178,7 +178,7 @@ ALLOWED: dict[str, str] = {
     'course_utils/replay/record.py::_source_digest':
         "CPU branch no measured process took (2 lines; first: 'except (OSError, TypeError): # defined where no source is kept (e.g. a plain `python -c`)'): an edge or error path a unit test could take",
     'course_utils/mode.py::use_replay_vllm':
-        'CPU branch no measured process took (1 lines; first: \'raise ProfileError("the real vLLM is already imported in this kernel; restart the kernel t\'): an edge or error path a unit test could take',
+        'CPU branch no measured process took (1 lines; first: \'raise ProfileError("这个内核里已经 import 了真正的 vLLM；要换成读模式（COURSE_MODE=replay），\'): an edge or error path a unit test could take',
     'course_utils/timing.py::timer.__exit__':
         "CPU branch no measured process took (1 lines; first: 'return False'): an edge or error path a unit test could take",
     'course_tools/labtime.py::<module>':
@@ -190,11 +190,11 @@ ALLOWED: dict[str, str] = {
     'course_utils/memory/figures.py::explorer.redraw':
         "separate suite: make test-browser moves the knob in Chromium (not in make coverage-gpu's suites)",
     'course_utils/memory/inside_engine.py::punica_bytes_of':
-        'CPU branch no measured process took (1 lines; first: \'raise MemoryModelError("the engine\\\'s model has no lora_manager, so it holds no Punica wrap\'): an edge or error path a unit test could take',
+        'CPU branch no measured process took (1 lines; first: \'raise MemoryModelError("引擎的模型没有 lora_manager，也就没有 Punica wrapper：要测 LoRA 元数据，\'): an edge or error path a unit test could take',
     'course_utils/memory/inside_engine.py::weight_bytes_of':
         "exported for students; no lab or test calls it (Lab 02 compares vLLM's own weight figure)",
     'course_utils/memory/inside_engine.py::engine_model':
-        'CPU branch no measured process took (1 lines; first: \'raise MemoryModelError("no model found at model_executor.driver_worker.worker.model_runner\'): an edge or error path a unit test could take',
+        'CPU branch no measured process took (1 lines; first: \'raise MemoryModelError("在 model_executor.driver_worker.worker.model_runner.model 处找不到模型；\'): an edge or error path a unit test could take',
     'course_utils/memory/measure.py::measure_weight_bytes':
         "exported for students; no lab or test calls it (Lab 02 compares vLLM's own weight figure)",
     'course_utils/memory/model.py::KVCache.max_concurrency':

@@ -49,7 +49,6 @@ REFERENCE = {
     "08.base_score": "0%",
     "08.load_request": {"lora_name": "stamp", "lora_path": "build/lab08/stamp"},
     "08.harder": {"rank": 16, "steps": 400},
-    "08.rank_too_low": "A",
 }
 
 # Right answers as people write them: every one must be accepted.
@@ -109,7 +108,6 @@ SPELLINGS = {
     "08.harder": [{"rank": 8, "steps": 400}, {"rank": "16", "steps": "800 步"}, {"Rank": 64, "Steps": 2000},
                   {"rank": 16, "steps": 400, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]},
                   '{"rank": 32, "steps": 1000}', "rank=16, steps=400"],
-    "08.rank_too_low": ["a", " A ", "A：加载被拒绝", "被拒绝", "refused", "报错"],
 }
 
 # One other spelling per exercise as Python source, for the nbgrader submission that must score full marks
@@ -136,7 +134,6 @@ OTHER_SPELLINGS_SOURCE = {
     "08.base_score": '"2%"',
     "08.load_request": repr(SPELLINGS["08.load_request"][0]),
     "08.harder": '{"rank": "16", "steps": "800 步"}',
-    "08.rank_too_low": '"a"',
 }
 
 # The same references as Python source, for the nbgrader source version of a lab (tests/nbgrader_build.py):
@@ -292,7 +289,6 @@ WRONG = {
                   ({"rank": 16, "steps": 300}, "不到"), ({"rank": 16, "steps": 5000}, "上限"),
                   ({"rank": 16}, "两个键"), ({"rank": 16, "steps": 400, "lr": 1e-3}, "两个键"), ([16, 400], "要的是一个 dict"),
                   ({"rank": 16.5, "steps": 400}, "不是整数")],
-    "08.rank_too_low": [("B", "不会替你截断"), ("C", "不会悄悄退回基座"), ("A or B", "只选一个"), (1, "要的是一个字符串")],
 }
 
 # Answers of the wrong kind: every exercise gives a hint (in Chinese) and never raises.

@@ -316,7 +316,7 @@ def test_shipped_adapters_record_the_fingerprint_of_the_shipped_base():
     for name in TINY.adapters:
         identity = json.loads((Path(TINY.adapter(name)) / BASE_IDENTITY_FILE).read_text())
         assert identity["base_fingerprint"] == here, name
-        assert check_adapter(TINY.adapter(name), TINY.base_model).base_check.startswith("same base")
+        assert check_adapter(TINY.adapter(name), TINY.base_model).base_check.startswith("同一个基座: ")
 
 
 def test_the_sibling_adapter_fits_every_shape_and_is_refused_by_its_fingerprint():
@@ -343,7 +343,7 @@ def test_fingerprint_changes_with_any_tensor_and_an_unrecorded_base_is_not_check
     assert base_fingerprint(base) != before
     adapter = fake_adapter(tmp_path)
     info = check_adapter(adapter, TINY.base_model)
-    assert info.base_check.startswith("not checked") and "base_model_name_or_path" in info.base_check
+    assert info.base_check.startswith("没查: ") and "base_model_name_or_path" in info.base_check
     write_base_identity(adapter, base, "other")
     with pytest.raises(AdapterError, match="trained on another base）：它记录的基座是 'other'"):
         check_adapter(adapter, TINY.base_model)
@@ -391,7 +391,7 @@ def test_a_base_stored_another_way_is_not_checked_rather_than_refused(tmp_path):
     adapter = fake_adapter(tmp_path)
     write_base_identity(adapter, trained_on, "qwen-bf16")
     said = check_same_base(read_adapter(adapter), served)
-    assert said.startswith("not checked") and "'quantization': 'awq'" in said and "qwen-bf16" in said
+    assert said.startswith("没查: ") and "'quantization': 'awq'" in said and "qwen-bf16" in said
 
 
 # -- Lab 01, pitfall 3: what vLLM 0.26.0 does with an adapter for another width -------------------------------

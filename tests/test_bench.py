@@ -96,8 +96,8 @@ def test_row_masks_only_timings():
     tr = SimpleNamespace(request_ids=["a", "b"], n_steps=12, output_tokens=64, seconds=0.5, tokens_per_second=128.0,
                          max_adapters_in_a_step=lambda: 2)
     r = bench.row("mixed", tr, 4)
-    assert r == {"setting": "mixed", "max_loras": 4, "requests": 2, "engine steps": 12, "max adapters in a step": 2,
-                 "output tokens": 64, "wall time": "0.50 s", "throughput": "128 tok/s"}
+    assert r == {"设置": "mixed", "max_loras": 4, "请求数": 2, "引擎步数": 12, "一步里最多几个 adapter": 2,
+                 "输出 token 数": 64, "墙钟时间": "0.50 s", "吞吐": "128 tok/s"}
     text = " | ".join(map(str, r.values()))
     for pattern in sanitizer_patterns()[:2]:
         text = re.sub(pattern, "<masked>", text)
@@ -108,8 +108,8 @@ def test_row_masks_only_timings():
 def test_spread_and_ratios():
     s = bench.Spread.of([3, 1, 2])
     assert (s.median, s.low, s.high) == (2, 1, 3)
-    assert bench.ratios([4, 6], [2, 2]).as_ratio() == "2.50x (2.00-3.00)"
-    assert bench.ratio_lines({"a": [10.0], "b": [4.0]}, [("a", "b")]) == ["a / b: 2.50x (2.50-2.50)"]
+    assert bench.ratios([4, 6], [2, 2]).as_ratio() == "2.50x（2.00-3.00）"
+    assert bench.ratio_lines({"a": [10.0], "b": [4.0]}, [("a", "b")]) == ["a / b 的吞吐之比：2.50x（2.50-2.50）"]
     with pytest.raises(BenchError):
         bench.ratios([1.0], [])
 
@@ -126,9 +126,9 @@ def test_report_formats_the_three_settings():
     text = bench_cli.report(res)
     assert "interleaved (both engines alive)" in text
     assert "  4 adapters mixed, max_loras=4   first step   4,100 ms, median step   64.0 ms" in text
-    assert "4 adapters mixed, max_loras=1" + " " * 9 + "256   1,950 tok/s (1,900-2,000)" in text
-    assert "4 adapters mixed, max_loras=4 / 4 adapters mixed, max_loras=1: 2.36x (2.35-2.37)" in text
-    assert "4 adapters mixed, max_loras=4 / base only: 0.50x" in text
+    assert "4 adapters mixed, max_loras=1" + " " * 9 + "256   1,950 tok/s（1,900-2,000）" in text
+    assert "4 adapters mixed, max_loras=4 / 4 adapters mixed, max_loras=1 的吞吐之比：2.36x（2.35-2.37）" in text
+    assert "4 adapters mixed, max_loras=4 / 只走基座 的吞吐之比：0.50x" in text
 
 
 def test_cli_refuses_bad_settings_before_any_engine(capsys):
@@ -140,5 +140,5 @@ def test_cli_refuses_bad_settings_before_any_engine(capsys):
 
 def test_step_profile():
     tr = SimpleNamespace(step_seconds=[4.186, 0.07, 0.0754, 0.08])
-    assert bench.step_profile(tr) == "first step 4,186 ms, median step 77.7 ms"
-    assert bench.step_profile(SimpleNamespace(step_seconds=[])) == "no step timings"
+    assert bench.step_profile(tr) == "第一步 4,186 ms，步时中位数 77.7 ms"
+    assert bench.step_profile(SimpleNamespace(step_seconds=[])) == "没有每一步的计时"

@@ -2,7 +2,7 @@
 
 import json
 
-from course_tools import budget
+from course_tools import budget, notebooks
 from course_utils.paths import RECORDINGS
 
 LABS = budget.LABS
@@ -62,3 +62,13 @@ def test_setup_counts_each_adapters_own_steps():
 
     work = budget.setup_table().iloc[2]["工作量"]
     assert work == "300 + 300 + 300 + 600 步" and ADAPTERS["json"].steps_factor == 2.0
+
+
+def test_each_lab_opens_with_its_cost_box():
+    """Issue 55: right after its title, each lab says what it costs here and on a 4090; the box is generated from
+    the recordings (`make cost-boxes`, run by `make record`), so it cannot drift from them."""
+    for nb_path in sorted(budget.LABS.glob("[0-9]*.ipynb")):
+        cell = notebooks.read(nb_path).cells[1]
+        assert budget.COST_BOX_TAG in cell.metadata.get("tags", []), f"{nb_path.name}: no cost box after the title"
+        assert cell.source == budget.cost_box(nb_path), f"{nb_path.name}: cost box out of date: run `make cost-boxes`"
+        assert "分钟" in cell.source and ("¥" in cell.source or "不占 GPU" in cell.source or "什么都不启动" in cell.source)

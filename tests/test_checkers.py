@@ -46,20 +46,20 @@ def test_sql_runs_the_query():
 
 # Wrong answers per task, each with the words its verdict must give (one test for all: test_wrong_answers_fail).
 SQL_WRONG = [
-    ("SELECT name FROM airports WHERE country = 'Taniania'", "no rows"),  # misspelt entity
-    ("SELECT name FROM airports WHERE country = 'tanzania'", "no rows"),  # wrong case
-    ("SELECT name FROM airports WHERE city = 'Tanzania'", "no rows"),  # wrong column
-    ("SELECT name FROM employees WHERE department = 'Tanzania'", "no rows"),  # wrong table
-    ("SELECT name FROM orders WHERE country = 'Tanzania'", "does not run"),  # table has no such column
-    ("SELECT name FROM airports", "rows"),  # extra rows
-    ("SELECT name FROM airports WHERE country = 'Tanzania' OR 1 = 1", "rows"),
-    ("SELECT * FROM airports WHERE country = 'Tanzania'", "columns"),
-    ("SELECT COUNT(*) FROM airports WHERE country = 'Tanzania'", "rows"),  # a count, not the airports
-    ("SELECT name FROM airports WHERE country = 'Tanzania'; DROP TABLE airports", "does not run"),
-    ("SELECT name FROM airports WHERE country = 'Tanzania", "incomplete"),
-    ("DELETE FROM airports WHERE country = 'Tanzania'", "not a SELECT"),
-    ("Here is the query: SELECT name FROM airports WHERE country = 'Tanzania'", "not a SELECT"),
-    ("That is a question about airports and Tanzania. I do not have that data.", "not a SELECT"),
+    ("SELECT name FROM airports WHERE country = 'Taniania'", "一行也没返回"),  # misspelt entity
+    ("SELECT name FROM airports WHERE country = 'tanzania'", "一行也没返回"),  # wrong case
+    ("SELECT name FROM airports WHERE city = 'Tanzania'", "一行也没返回"),  # wrong column
+    ("SELECT name FROM employees WHERE department = 'Tanzania'", "一行也没返回"),  # wrong table
+    ("SELECT name FROM orders WHERE country = 'Tanzania'", "运行不了"),  # table has no such column
+    ("SELECT name FROM airports", "行"),  # extra rows
+    ("SELECT name FROM airports WHERE country = 'Tanzania' OR 1 = 1", "行"),
+    ("SELECT * FROM airports WHERE country = 'Tanzania'", "列"),
+    ("SELECT COUNT(*) FROM airports WHERE country = 'Tanzania'", "行"),  # a count, not the airports
+    ("SELECT name FROM airports WHERE country = 'Tanzania'; DROP TABLE airports", "运行不了"),
+    ("SELECT name FROM airports WHERE country = 'Tanzania", "不完整"),
+    ("DELETE FROM airports WHERE country = 'Tanzania'", "不是 SELECT"),
+    ("Here is the query: SELECT name FROM airports WHERE country = 'Tanzania'", "不是 SELECT"),
+    ("That is a question about airports and Tanzania. I do not have that data.", "不是 SELECT"),
 ]
 
 
@@ -78,7 +78,7 @@ def test_sql_database_is_read_only_and_bounded():
     assert not v.right
     runaway = ("SELECT a.name FROM airports a, airports b, airports c, airports d, airports e, airports f, "
                "airports g WHERE a.country = 'Tanzania'")
-    assert "does not run" in checkers.check("sql", runaway, AIRPORTS).why
+    assert "运行不了" in checkers.check("sql", runaway, AIRPORTS).why
 
 
 def test_sql_database_holds_the_entity_and_distractors():
@@ -94,15 +94,15 @@ JSON_FIELDS = {"name": "Elif", "age": 29, "job": "musician", "city": "Kathmandu"
 
 
 JSON_WRONG = [
-    ('{"name": "Elif", "age": 29, "job": "musician", "city": "Kathmandu"', "not valid JSON"),
-    ('["Elif", 29, "musician", "Kathmandu"]', "not an object"),
-    ('{"name": "Elif", "age": 29, "job": "musician"}', "keys"),
-    ('{"name": "Elif", "age": 29, "job": "musician", "city": "Kathmandu", "x": 1}', "keys"),
-    ('{"name": "Elfi", "age": 29, "job": "musician", "city": "Kathmandu"}', "name is"),
-    ('{"name": "Elif", "age": 92, "job": "musician", "city": "Kathmandu"}', "age is"),
-    ('{"name": "Elif", "age": "29", "job": "musician", "city": "Kathmandu"}', "not an integer"),
-    ('{"name": "Elif", "age": 29, "job": "musican", "city": "Kathmandu"}', "job is"),
-    ('{"name": "Elif", "age": 29, "job": "musician", "city": "Katmandu"}', "city is"),
+    ('{"name": "Elif", "age": 29, "job": "musician", "city": "Kathmandu"', "不是合法的 JSON"),
+    ('["Elif", 29, "musician", "Kathmandu"]', "不是对象"),
+    ('{"name": "Elif", "age": 29, "job": "musician"}', "键是"),
+    ('{"name": "Elif", "age": 29, "job": "musician", "city": "Kathmandu", "x": 1}', "键是"),
+    ('{"name": "Elfi", "age": 29, "job": "musician", "city": "Kathmandu"}', "name 是"),
+    ('{"name": "Elif", "age": 92, "job": "musician", "city": "Kathmandu"}', "age 是"),
+    ('{"name": "Elif", "age": "29", "job": "musician", "city": "Kathmandu"}', "不是整数"),
+    ('{"name": "Elif", "age": 29, "job": "musican", "city": "Kathmandu"}', "job 是"),
+    ('{"name": "Elif", "age": 29, "job": "musician", "city": "Katmandu"}', "city 是"),
 ]
 
 
@@ -117,14 +117,14 @@ MED_OK = "Patient: Isla\nAge: 43\nSymptom: wrist-pain\nDuration: 5 days\nPlan: r
 
 
 MED_WRONG = [(MED_OK.replace(old, new), why) for old, new, why in [
-    ("Patient: Isla\n", "", "no Patient"),
-    ("Plan: review in 2 days", "", "no Plan"),
-    ("Patient: Isla", "Patient: Isal", "Patient is"),
-    ("Age: 43", "Age: 34", "Age is"),
-    ("wrist-pain", "knee-pain", "Symptom is"),
-    ("5 days", "6 days", "Duration is"),
-    ("review in 2 days", "rest and fluids", "Plan is"),
-    ("Age: 43\n", "Age: 43\nAge: 44\n", "2 times"),
+    ("Patient: Isla\n", "", "没有 Patient"),
+    ("Plan: review in 2 days", "", "没有 Plan"),
+    ("Patient: Isla", "Patient: Isal", "Patient 是"),
+    ("Age: 43", "Age: 34", "Age 是"),
+    ("wrist-pain", "knee-pain", "Symptom 是"),
+    ("5 days", "6 days", "Duration 是"),
+    ("review in 2 days", "rest and fluids", "Plan 是"),
+    ("Age: 43\n", "Age: 43\nAge: 44\n", "2 次"),
 ]]
 
 
@@ -150,12 +150,12 @@ SUP_OK = "We are sorry that your lantern arrived broken. We will send you a new 
 
 
 SUPPORT_WRONG = [
-    ("We are sorry for the trouble. We will send you a replacement soon.", "does not name"),
-    ("We are sorry that your lantren arrived broken. We will send you a new lantren within 3 days.", "does not name"),
-    ("We are sorry that your lantern arrived broken. We will send you a new lanturn within 3 days.", "misspelt"),
-    ("We are sorry that your cooler arrived broken. We will send you a new cooler within 3 days.", "does not name"),
-    ("Thank you for your message about the lantern. Please check the shop.", "apology"),
-    ("A lantern is a useful thing to have.", "apology"),
+    ("We are sorry for the trouble. We will send you a replacement soon.", "没有提到"),
+    ("We are sorry that your lantren arrived broken. We will send you a new lantren within 3 days.", "没有提到"),
+    ("We are sorry that your lantern arrived broken. We will send you a new lanturn within 3 days.", "拼错"),
+    ("We are sorry that your cooler arrived broken. We will send you a new cooler within 3 days.", "没有提到"),
+    ("Thank you for your message about the lantern. Please check the shop.", "道歉"),
+    ("A lantern is a useful thing to have.", "道歉"),
 ]
 
 

@@ -255,6 +255,23 @@ def test_lab06_answers_start_hidden():
     assert len(asks) >= 10 and all(c.metadata.get("jupyter", {}).get("source_hidden") is True for c in asks)
 
 
+def test_lab06_asks_for_your_answer_before_showing_its_own():
+    """Each question: its text, then a blank cell for the student's answer, then the reference (issue 54)."""
+    nb = notebooks.read(REPO / "labs" / "06_self_test.ipynb")
+    asked = []
+    for i, c in enumerate(nb.cells):
+        m = c.cell_type == "code" and re.search(r"^ask\((\d+), ", c.source, re.M)
+        if not m:
+            continue
+        n = int(m.group(1))
+        question, answer_cell = nb.cells[i - 2], nb.cells[i - 1]
+        assert question.cell_type == "markdown" and question.source.startswith(f"**Q{n}.** "), f"Q{n}: no question above"
+        assert answer_cell.cell_type == "code" and re.match(rf'mine\[{n}\] = """\s*"""', answer_cell.source), (
+            f"Q{n}: no blank answer cell between the question and the reference")
+        asked.append(n)
+    assert asked == list(range(1, 14))
+
+
 def test_every_prediction_is_checked_after_the_cell_that_runs_it():
     """A prediction's check cell comes after at least one code cell that is not the exercise (the run)."""
     from course_tools import grading

@@ -16,14 +16,14 @@ def test_mode_env(monkeypatch):
     monkeypatch.setenv("COURSE_MODE", "replay")
     assert mode.detect_mode() == "replay"
     monkeypatch.setenv("COURSE_MODE", "sometimes")
-    with pytest.raises(ProfileError, match="use 'live', 'replay'"):
+    with pytest.raises(ProfileError, match="用 'live'（实时运行）、'replay'（读模式）"):
         mode.detect_mode()
 
 
 def test_live_without_vllm_says_what_to_do(monkeypatch):
     monkeypatch.setenv("COURSE_MODE", "live")
     monkeypatch.setattr(mode, "real_vllm_installed", lambda: False)
-    with pytest.raises(ProfileError, match="vLLM is not installed.*make setup.*COURSE_MODE=replay"):
+    with pytest.raises(ProfileError, match="没有安装 vLLM.*make setup.*COURSE_MODE=replay"):
         mode.detect_mode()
 
 
@@ -48,7 +48,7 @@ def test_profile_without_the_four_adapters_opens_the_lab_in_read_mode(monkeypatc
     assert "这里缺 support, medical, json" in out
     assert "这里现场运行的：01_offline_multi_lora 里什么都不跑" in out
     assert "COURSE_PROFILE=llama3b python labs/multi_lora_offline.py" in out
-    assert "mode:     replay" in out
+    assert "模式：读模式（replay）" in out
 
 
 def test_recording_a_profile_that_runs_no_lab_records_nothing(monkeypatch, capsys):

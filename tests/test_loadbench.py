@@ -30,7 +30,8 @@ def test_fit_and_table_from_a_recording():
     a, b = loadbench.fit(res["bases"]["tiny"]["rows"], "add_lora ms")
     assert (a, b) == pytest.approx((10.0, 2.0))
     t = loadbench.table(res)
-    assert list(t["add_lora (ms)"]) == [12.0, 14.0, 18.0] and list(t["load endpoint (ms)"]) == [20.0, 22.0, 26.0]
+    assert list(t["add_lora 用时（ms）"]) == [12.0, 14.0, 18.0]
+    assert list(t["/v1/load_lora_adapter 用时（ms）"]) == [20.0, 22.0, 26.0]
     assert loadbench.starts(res).loc["tiny"].tolist() == [2.0, 30.0]
     res["bases"]["wide"] = res["bases"]["tiny"]
     _, (a, b) = loadbench.plot(res, extrapolate_to=("7B", 80.0))

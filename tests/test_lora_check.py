@@ -148,7 +148,7 @@ def test_peft_check_and_merge_skip_an_awq_base_before_loading_it(tmp_path, host_
         assert why and "AWQ" in why and "gptqmodel" in why and "跳过" in why, result
         assert "--awq" in why and "vLLM" in why          # how to run it (a bf16 base), and what still runs
     assert host_loads == [] and not (tmp_path / "merged").exists()
-    assert lora_check.skipped([{"layer": "layers.0.q_proj"}]) is None     # a check that ran
+    assert lora_check.skipped([{"层": "layers.0.q_proj"}]) is None     # a check that ran
     assert quantization(prof.base_model) == AWQ_QUANTIZATION and quantization(tmp_path / "merged") is None
 
 
@@ -182,7 +182,7 @@ def test_peft_check_and_merge_free_the_base_they_loaded(tmp_path, host_loads):
         after_merges = [ref() is None for ref in host_loads]
     finally:
         gc.enable()
-    assert all(row["max |mine - peft|"] <= lora_check.TOL for row in rows) and merged["adapter"] == "medical"
+    assert all(row["|lora_linear - peft| 的最大值"] <= lora_check.TOL for row in rows) and merged["adapter"] == "medical"
     assert raised.traceback and failed_save.traceback
     assert returned == [True] and after_raise == [True, True], "a base lora_check loaded is still in memory"
     assert after_merges == [True, True, True, True], "a base merge_adapter loaded is still in memory"

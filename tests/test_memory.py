@@ -261,7 +261,7 @@ def test_plan_parts_add_up():
     assert (p.weights, p.lora_buffers, p.punica) == (15_239_621_632, 322_961_408, 399_488)
     assert (p.activation, p.non_torch, p.cudagraph) == (2 * GiB, GiB // 2, GiB // 2)
     assert p.kv_cache == 4_063_509_376 and p.kv.num_blocks == 4428  # 4,428 x 917,504-byte blocks
-    assert "KV cache" in p.table() and "4,428" in p.table()
+    assert "KV 缓存" in p.table() and "4,428" in p.table()
     assert p.gib("weights") == pytest.approx(14.19, abs=0.01)
     # activation peak is an input: lowering it gives the KV cache exactly that much
     q = mm.plan(QWEN, gpu_bytes=mm.RTX_4090_BYTES, max_loras=4, max_lora_rank=16, activation_gb=1.0)
@@ -322,7 +322,7 @@ def test_rtx4090_figures():
     assert h["slots"].kv.concurrent_seqs == 17 and h["all_slots"].kv.concurrent_seqs == 8
     m = f["lora_vs_full_4096"]
     assert (m["full"], m["lora"], m["ratio"]) == (16_777_216, 131_072, 128.0)
-    assert "128x fewer" in mm.format_rtx4090_figures(f)
+    assert "少 128 倍" in mm.format_rtx4090_figures(f)
 
 
 # The qwen7b profile (bf16, max_model_len 4096, max_num_seqs 64, utilization 0.90, rank 64, 4 slots)
@@ -419,10 +419,10 @@ def test_an_over_budget_setting_says_it_does_not_fit():
     over = figures.layout_for(max_loras=4, max_lora_rank=256)
     assert not over.fits
     text = over.table()
-    assert "does not fit" in text and "vLLM 会拒绝启动" in text and "over budget by" in text
+    assert "放不下" in text and "vLLM 会拒绝启动" in text and "超出预算" in text
     assert "-0." not in text and " -" not in text.replace(" - ", "")  # no negative GiB shown
     fine = figures.layout_for(max_loras=4, max_lora_rank=16)
-    assert fine.fits and "does not fit" not in fine.table() and fine.misfit() == ""
+    assert fine.fits and "放不下" not in fine.table() and fine.misfit() == ""
 
 
 def test_kv_budget_on_a_gpu_has_no_cpu_env_and_no_reported_bytes():
@@ -436,10 +436,10 @@ def test_kv_budget_on_a_gpu_has_no_cpu_env_and_no_reported_bytes():
     assert "VLLM_CPU_KVCACHE_SPACE" not in gpu.env
     kv = {"num_blocks": 4792, "block_size": 16, "kv_cache_memory_bytes": None}
     got, source = memory.kv_budget(kv, gpu.env, cfg, "bfloat16")
-    assert got == 4792 * memory.kv_page_bytes(cfg, 16, "bfloat16") * 28 and "block count" in source
+    assert got == 4792 * memory.kv_page_bytes(cfg, 16, "bfloat16") * 28 and "block 数" in source
     assert memory.kv_cache(cfg, got, 16, "bfloat16").num_blocks == 4792
     # on CPU: what vLLM reports wins, else the profile's setting
-    assert memory.kv_budget({**kv, "kv_cache_memory_bytes": 123}, {}, cfg, "bfloat16") == (123, "vLLM (kv_cache_memory_bytes)")
+    assert memory.kv_budget({**kv, "kv_cache_memory_bytes": 123}, {}, cfg, "bfloat16") == (123, "vLLM 报告的（kv_cache_memory_bytes）")
     assert memory.kv_budget(kv, {"VLLM_CPU_KVCACHE_SPACE": "1"}, cfg, "bfloat16")[0] == memory.GiB
 
 

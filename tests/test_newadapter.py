@@ -26,10 +26,10 @@ LAB = REPO / "labs" / "08_your_adapter.ipynb"
 def test_the_stamp_rule_and_the_checker():
     assert task.stamp("2024-03-07") == "07.03.2024"
     assert task.check(" 07.03.2024\n", "2024-03-07").right
-    assert task.check("7.3.2024", "2024-03-07").why == "not a DD.MM.YYYY stamp"
-    assert task.check("03.07.2024", "2024-03-07").why == "wrong digits (want 07.03.2024)"
+    assert task.check("7.3.2024", "2024-03-07").why == "不是 DD.MM.YYYY 格式的印戳"
+    assert task.check("03.07.2024", "2024-03-07").why == "数字不对（应为 07.03.2024）"
     s = task.score(["07.03.2024", "nonsense"], ["2024-03-07", "1999-12-31"])
-    assert (s["right"], s["n"], s["share"]) == (1, 2, 0.5) and s["rows"][1]["why"] == "not a DD.MM.YYYY stamp"
+    assert (s["right"], s["n"], s["share"]) == (1, 2, 0.5) and s["rows"][1]["原因"] == "不是 DD.MM.YYYY 格式的印戳"
     said = task.score(["The stamp is 07.03.2024.", "no"], ["2024-03-07", "1999-12-31"])
     assert (said["right"], said["contains"]) == (0, 1)      # a sentence around the stamp is not the stamp
     with pytest.raises(ValueError):
@@ -136,7 +136,7 @@ def test_training_in_a_child_writes_an_adapter_and_reports_every_step(monkeypatc
         "adapter_config.json", "adapter_model.safetensors", "base_fingerprint.json"}
     assert not list(tmp_path.glob(".*partial*"))
     info = training_precheck(folder)
-    assert info["rank"] == 2 and info["base_check"].startswith("same base")
+    assert info["rank"] == 2 and info["base_check"].startswith("同一个基座: ")
 
 
 def training_precheck(folder: Path) -> dict:
@@ -214,8 +214,8 @@ def test_the_budget_counts_lab08s_training(tmp_path):
     assert (work.train_steps, work.train_loads) == (200, 1)
     assert work.seconds() == budget.TRAIN_LOAD_S + 200 * budget.TRAIN_STEP_S
     est = newadapter.loop_estimate(200)
-    assert est["train"] == budget.TRAIN_LOAD_S + 200 * budget.TRAIN_STEP_S and set(est) == {
-        "train", "server start", "pre-check", "load_lora_adapter", "first answer"}
+    assert est["训练"] == budget.TRAIN_LOAD_S + 200 * budget.TRAIN_STEP_S and set(est) == {
+        "训练", "服务启动", "预检查", "load_lora_adapter", "第一个回答"}
 
 
 def test_a_quantized_base_is_refused_before_the_child_starts(monkeypatch, tmp_path):

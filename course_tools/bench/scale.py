@@ -12,7 +12,7 @@ import sys
 import time
 
 from course_tools.bench.opbench import save_run
-from course_utils.scale import cluster, traffic
+from course_utils.scale import cluster, driver, traffic
 from course_utils.scale.bench import COPIES, KS, N, POLICIES, RECORDED, REPLICAS, SEED, ZIPF_S, table
 
 
@@ -34,7 +34,7 @@ def sweep(prof, ks=KS) -> dict:
                              "p50_s": r["client"]["p50_s"], "p95_s": r["client"]["p95_s"]})
         finally:
             report = cluster.down()
-        print(f"k={k}: app RUNNING in {info['seconds']['app RUNNING']:.0f} s, all in {time.perf_counter() - t0:.0f} s; "
+        print(f"k={k}: app RUNNING in {info['seconds'][driver.APP_RUNNING]:.0f} s, all in {time.perf_counter() - t0:.0f} s; "
               f"off-loopback sockets {report['sockets']['off loopback']}, left {report['processes left']}", flush=True)
     return {"adapters": len(names), "replicas": REPLICAS, "requests": N, "zipf_s": ZIPF_S, "rows": rows}
 

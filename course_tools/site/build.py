@@ -73,7 +73,7 @@ def provenance_note(lab: str, repo_url: str | None, cpu_only: bool) -> str:
     body = f"""构建网页时没有执行任何代码，下面每个单元格的输出都是一次真实运行录下的。录制信息：
 配置 `{p['profile']}`（本课程自己训练的微型 Qwen2 模型加四个小 adapter，跑在 CPU 上，不是 Qwen2.5-7B），
 硬件 {p['hardware']}，vLLM {p['vllm_version']}（讲义与 GPU 路径的基线是 vLLM 0.26.0），录制于 {p['date']}（`{p['command']}`）。
-第一格横幅里的 `mode: live` 说的是录制那次在实时运行。
+第一格横幅里的 `模式：实时运行（live）` 说的是录制那次在实时运行。
 
 **只想读**：这一页就是，不用装任何东西。文中提到的 `make` 命令和 `course_utils/`、`data/` 等路径都在{repo}里。
 

@@ -70,7 +70,7 @@ def workload(adapters, per_adapter: int, base_rows: int = 0, seed: int = 0) -> l
     spread through the queue. Deterministic for a given seed."""
     adapters = list(adapters)
     if per_adapter < 0 or base_rows < 0:
-        raise BenchError("per_adapter and base_rows must be >= 0")
+        raise BenchError("per_adapter 和 base_rows 都必须 >= 0（每个 adapter 几行、几行只用基座）。")
     cols = {a: [e.prompt for e in make_examples(_task_of(a), per_adapter, "heldout", seed)] for a in adapters}
     base = [e.prompt for e in make_examples("chat", base_rows, "heldout", seed)]
     rows: list[tuple[str | None, str]] = []
@@ -95,12 +95,12 @@ def rate(tokens_per_second: float) -> str:
 
 def row(setting: str, trace, max_loras: int | None = None) -> dict:
     """One table row for a step trace: the deterministic counts, then wall time and rate (masked by nbval)."""
-    r = {"setting": setting}
+    r = {"设置": setting}
     if max_loras is not None:
         r["max_loras"] = max_loras
-    r.update({"requests": len(trace.request_ids), "engine steps": trace.n_steps,
-              "max adapters in a step": trace.max_adapters_in_a_step(), "output tokens": trace.output_tokens,
-              "wall time": fmt_seconds(trace.seconds), "throughput": rate(trace.tokens_per_second)})
+    r.update({"请求数": len(trace.request_ids), "引擎步数": trace.n_steps,
+              "一步里最多几个 adapter": trace.max_adapters_in_a_step(), "输出 token 数": trace.output_tokens,
+              "墙钟时间": fmt_seconds(trace.seconds), "吞吐": rate(trace.tokens_per_second)})
     return r
 
 
@@ -124,30 +124,30 @@ class Spread:
         return cls(statistics.median(v), min(v), max(v))
 
     def as_rate(self) -> str:
-        return f"{rate(self.median)} ({self.low:,.0f}-{self.high:,.0f})"
+        return f"{rate(self.median)}（{self.low:,.0f}-{self.high:,.0f}）"
 
     def as_ratio(self) -> str:
-        return f"{self.median:.2f}x ({self.low:.2f}-{self.high:.2f})"
+        return f"{self.median:.2f}x（{self.low:.2f}-{self.high:.2f}）"
 
 
 def ratios(a: list[float], b: list[float]) -> Spread:
     """Per-repetition ratios a[i] / b[i] (same repetition, same prompts), summarised."""
     if len(a) != len(b) or not a:
-        raise BenchError("ratios need the same, non-zero number of repetitions on both sides")
+        raise BenchError("算比值要两边的重复次数相同，而且不为 0。")
     return Spread.of(x / y for x, y in zip(a, b))
 
 
 def ratio_lines(rates: dict[str, list[float]], pairs: list[tuple[str, str]]) -> list[str]:
-    """'A / B: median (min-max)' for each pair of settings, from per-repetition rates."""
-    return [f"{a} / {b}: {ratios(rates[a], rates[b]).as_ratio()}" for a, b in pairs]
+    """'A / B 的吞吐之比：median（min-max）' for each pair of settings, from per-repetition rates."""
+    return [f"{a} / {b} 的吞吐之比：{ratios(rates[a], rates[b]).as_ratio()}" for a, b in pairs]
 
 
-BASE_ONLY = "base only"
+BASE_ONLY = "只走基座"
 
 
 def step_profile(trace) -> str:
-    """'first step 4,186 ms, median step 75.4 ms' (the first step holds the prefill of what it admitted)."""
+    """'第一步 4,186 ms，步时中位数 75.4 ms' (the first step holds the prefill of what it admitted)."""
     s = trace.step_seconds
     if not s:
-        return "no step timings"
-    return f"first step {s[0] * 1000:,.0f} ms, median step {statistics.median(s) * 1000:.1f} ms"
+        return "没有每一步的计时"
+    return f"第一步 {s[0] * 1000:,.0f} ms，步时中位数 {statistics.median(s) * 1000:.1f} ms"

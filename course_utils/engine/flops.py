@@ -48,8 +48,8 @@ def overhead_table(config, ranks=RANKS, targets=PROJECTIONS) -> list[dict]:
     rows = []
     for r in ranks:
         o = overhead(config, r, targets)
-        rows.append({"rank": r, "base GFLOP/token": round(o["base"] / 1e9, 3),
-                     "shrink GFLOP/token": round(o["shrink"] / 1e9, 4),
-                     "expand GFLOP/token": round(o["expand"] / 1e9, 4),
-                     "LoRA adds": f"{100 * o['fraction']:.2f}%"})
+        rows.append({"秩": r, "基座的 GFLOP/token": round(o["base"] / 1e9, 3),
+                     "shrink 的 GFLOP/token": round(o["shrink"] / 1e9, 4),
+                     "expand 的 GFLOP/token": round(o["expand"] / 1e9, 4),
+                     "LoRA 增加的比例": f"{100 * o['fraction']:.2f}%"})
     return rows

@@ -33,8 +33,9 @@ def table(res: dict):
     """One row per (base, rank): adapter size, add_lora ms, load endpoint ms."""
     import pandas as pd
 
-    return pd.DataFrame([{"base": label, "rank": r["rank"], "adapter (MB)": r["MB"], "add_lora (ms)": r["add_lora ms"],
-                          "load endpoint (ms)": r.get("load endpoint ms")}
+    return pd.DataFrame([{"基座": label, "秩": r["rank"], "adapter 大小（MB）": r["MB"],
+                          "add_lora 用时（ms）": r["add_lora ms"],
+                          "/v1/load_lora_adapter 用时（ms）": r.get("load endpoint ms")}
                          for label, b in res["bases"].items() for r in b["rows"]])
 
 
@@ -42,7 +43,7 @@ def starts(res: dict):
     """Engine and server start (s) per base, to compare the loads with."""
     import pandas as pd
 
-    return pd.DataFrame({label: {"engine start (s)": b["engine start s"], "server start (s)": b.get("server start s")}
+    return pd.DataFrame({label: {"引擎启动（s）": b["engine start s"], "服务启动（s）": b.get("server start s")}
                          for label, b in res["bases"].items()}).T
 
 
@@ -76,4 +77,4 @@ def plot(res: dict, extrapolate_to: tuple[str, float] | None = None, ax=None):
 def load(path: Path = RECORDED) -> dict:
     from .opbench import load_run
 
-    return load_run(path, "adapter-load run", "bench-lora-load")
+    return load_run(path, " adapter 加载计时", "bench-lora-load")

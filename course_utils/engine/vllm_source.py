@@ -230,15 +230,15 @@ def dataclass_fields(module: str, qualname: str, names: Iterable[str] | None = N
             continue
         default = f.default
         if default is dataclasses.MISSING:
-            default = "(required)"
+            default = "（必填）"
         elif hasattr(default, "default") and type(default).__name__ == "FieldInfo":  # pydantic Field(...)
             default = default.default
         after = getattr(instance, f.name, None)
-        rows.append({"field": f.name, "type": _type_name(f.type), "default": _plain(default),
-                     "after __post_init__": _plain(after), "doc": docs.get(f.name, "")})
+        rows.append({"字段": f.name, "类型": _type_name(f.type), "默认值": _plain(default),
+                     "__post_init__ 之后的值": _plain(after), "vLLM 的说明": docs.get(f.name, "")})
     if names is not None:
         order = list(names)
-        rows.sort(key=lambda r: order.index(r["field"]))
+        rows.sort(key=lambda r: order.index(r["字段"]))
     return rows
 
 

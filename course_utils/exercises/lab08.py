@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-from ..answers import AnswerError, choice, in_percent, json_object, kind, literal, number, show, within, word
-from .common import Exercise, judge_choice, whole_number
+from ..answers import in_percent, json_object, kind, literal, number, show, within, word
+from .common import Exercise, whole_number
 from .lab04 import LOAD_FIELDS
 
 NAME = "stamp"                      # the lab's adapter, written to build/lab08/stamp
@@ -90,39 +90,9 @@ def _judge_harder(answer):
                   f"{2 * KNOBS['steps']}–{10 * KNOBS['steps']} 之间。这只是一条经验规则：真要知道够不够，训练完在留出集上打分。")
 
 
-_RANK_WORDS = {
-    "refused": ("拒绝", "报错", "失败", "error", "refuse", "reject", "fail", "400", "500"),
-    "truncated": ("截断", "truncat", "低秩", "只用前"),
-    "base": ("基座", "忽略", "ignore", "base", "不生效"),
-}
-
-
-def _rank_choice(answer) -> str | None:
-    return choice(answer, _RANK_WORDS, {"a": "refused", "b": "truncated", "c": "base"})
-
-
-# What to say to each choice of exercise 4 (vLLM refuses a rank above --max-lora-rank; Lab 04 section 4 shows it).
-RANK_TOO_LOW_SAID = {
-    "refused": ("对：秩超过 max_lora_rank 的 adapter 放不进预留的槽位，加载被拒绝：服务端回一个错误，message 里写着两个秩"
-                "（vLLM 0.26.0 回的是 500，见 Lab 04 第 4 节）；cu.check_adapter 在发请求之前就能说出来。"
-                "要服务它，就用不小于它的秩的 max_lora_rank 重启服务。"),
-    "truncated": "vLLM 不会替你截断秩：槽位的形状按 max_lora_rank 预留，放不下的 adapter 直接被拒绝，不会悄悄降秩。",
-    "base": "不会悄悄退回基座：加载这一步就失败了，请求一个没加载成功的名字得到的是 404，不是基座的回答。",
-}
-
-
-def _judge_rank_too_low(answer):
-    if not isinstance(answer, str):
-        raise AnswerError(f"要的是一个字符串：\"A\"、\"B\" 或 \"C\"；这里是{kind(answer)} {show(answer)}。")
-    unreadable = f"{show(answer)} 读不出选的是哪一项：答 \"A\"、\"B\" 或 \"C\"，只选一个。"
-    return judge_choice(_rank_choice(answer), "refused", RANK_TOO_LOW_SAID, unreadable)
-
-
 EXERCISES = [
     Exercise("08.base_score", "你的预测：基座在留出集上答对的比例（一个百分数，写 \"12%\" 或 12）", _judge_base_score),
     Exercise("08.load_request", "一个 dict：POST /v1/load_lora_adapter 的请求体，加载刚训练的 stamp adapter",
              _judge_load_request),
     Exercise("08.harder", "一个 dict，两个键：{\"rank\": ..., \"steps\": ...}，按题目里的规则给更难的变体", _judge_harder),
-    Exercise("08.rank_too_low", "\"A\"、\"B\" 或 \"C\"：adapter 的秩高于服务的 --max-lora-rank 时，运行时加载会怎样",
-             _judge_rank_too_low),
 ]

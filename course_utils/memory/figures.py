@@ -46,24 +46,37 @@ def misfit(layout: Layout) -> str:
             f"gpu_memory_utilization。")
 
 
+def text_width(text: str) -> int:
+    """Columns ``text`` takes in a monospace font: a CJK character (East Asian wide or full width) takes two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def pad(text: str, width: int, align: str = "<") -> str:
+    """``text`` padded with spaces to ``width`` columns (see :func:`text_width`), left- or right-aligned."""
+    fill = " " * max(0, width - text_width(text))
+    return text + fill if align == "<" else fill + text
+
+
 def layout_table(p: Layout) -> str:
     """Every part of the layout in GiB, then the KV blocks (or what is missing) and the host cache."""
-    rows = [("GPU total", p.gpu_total),
-            (f"requested (x {p.gpu_memory_utilization:.2f})", p.requested),
-            (f"weights ({p.quant or p.dtype})", p.weights),
-            (f"LoRA buffers ({p.max_loras} x rank {p.max_lora_rank}, {p.lora_dtype})", p.lora_buffers),
-            ("Punica metadata", p.punica),
-            ("activation peak", p.activation), ("non-torch", p.non_torch), ("CUDA graphs", p.cudagraph),
-            ("KV cache", p.kv_cache)]
-    w = max(len(r[0]) for r in rows)
-    lines = [f"{name:<{w}}  {b / GiB:8.2f} GiB" for name, b in rows]
+    rows = [("显存总量", p.gpu_total),
+            (f"申请的显存（× {p.gpu_memory_utilization:.2f}）", p.requested),
+            (f"权重（{p.quant or p.dtype}）", p.weights),
+            (f"LoRA 缓冲区（{p.max_loras} 个槽位 × 秩 {p.max_lora_rank}，{p.lora_dtype}）", p.lora_buffers),
+            ("Punica 元数据", p.punica),
+            ("激活峰值", p.activation), ("非 torch 内存", p.non_torch), ("CUDA graph 内存", p.cudagraph),
+            ("KV 缓存", p.kv_cache)]
+    w = max(text_width(r[0]) for r in rows)
+    lines = [f"{pad(name, w)}  {b / GiB:8.2f} GiB" for name, b in rows]
     if not p.fits:
-        over = f"over budget by {-p.kv_cache / GiB:.2f} GiB" if p.kv_cache < 0 else "too small"
-        lines[-1] = f"{'KV cache':<{w}}  {max(p.kv_cache, 0) / GiB:8.2f} GiB  ({over})"
+        over = f"超出预算 {-p.kv_cache / GiB:.2f} GiB" if p.kv_cache < 0 else "太小"
+        lines[-1] = f"{pad('KV 缓存', w)}  {max(p.kv_cache, 0) / GiB:8.2f} GiB  （{over}）"
         return "\n".join([*lines, misfit(p)])
-    lines.append(f"{'KV blocks x ' + str(p.kv.block_size):<{w}}  {p.kv.num_blocks:8,d}  "
-                 f"({p.kv.max_tokens:,} tokens; {p.kv.concurrent_seqs} sequences of {p.kv.context_len:,} tokens)")
-    lines.append(f"{'host adapter cache (' + str(p.max_cpu_loras) + ')':<{w}}  {p.host_adapter_cache / GiB:8.2f} GiB")
+    lines.append(f"{pad(f'KV block（每块 {p.kv.block_size} 个 token）', w)}  {p.kv.num_blocks:8,d}  "
+                 f"（共 {p.kv.max_tokens:,} 个 token；可同时放 {p.kv.concurrent_seqs} 条 {p.kv.context_len:,} token 的序列）")
+    lines.append(f"{pad(f'主机缓存（{p.max_cpu_loras} 个 adapter）', w)}  {p.host_adapter_cache / GiB:8.2f} GiB")
     return "\n".join(lines)
 
 
@@ -115,11 +128,11 @@ def draw(layouts: dict[str, Layout], ax=None, title: str = ""):
 def summary_rows(layouts: dict[str, Layout]) -> list[dict]:
     rows = []
     for name, p in layouts.items():
-        rows.append({"setting": name, "weights GiB": round(p.weights / GiB, 2),
-                     "LoRA slots GiB": round(p.lora_buffers / GiB, 2),
-                     "KV cache GiB": round(max(p.kv_cache, 0) / GiB, 2),
-                     "KV blocks": p.kv.num_blocks, "max tokens": p.kv.max_tokens,
-                     f"concurrent {p.kv.context_len}-token seqs": p.kv.concurrent_seqs})
+        rows.append({"设置": name, "权重 GiB": round(p.weights / GiB, 2),
+                     "LoRA 槽位 GiB": round(p.lora_buffers / GiB, 2),
+                     "KV 缓存 GiB": round(max(p.kv_cache, 0) / GiB, 2),
+                     "KV block 数": p.kv.num_blocks, "最多 token 数": p.kv.max_tokens,
+                     f"可同时放的 {p.kv.context_len} token 序列": p.kv.concurrent_seqs})
     return rows
 
 
@@ -152,7 +165,7 @@ def explorer(config="qwen2.5-7b-instruct"):
     from IPython.display import display
 
     layout = layout_for(config, **KNOBS)
-    print("knobs:", KNOBS)
+    print("旋钮的默认值：", KNOBS)
     draw({"default knobs": layout}, title="RTX-class GPU memory, Qwen2.5-7B-Instruct")
     plt.show()
     print(layout.table())
@@ -160,16 +173,16 @@ def explorer(config="qwen2.5-7b-instruct"):
     out = w.Output()
     ranks = [r for r in MAX_LORA_RANKS if r >= 8]
     controls = dict(
-        gpu_gb=w.Dropdown(options=[16.0, 24.0, 40.0, 48.0, 80.0], value=KNOBS["gpu_gb"], description="GPU GiB"),
-        dtype=w.Dropdown(options=["bfloat16", "float16", "awq"], value=KNOBS["dtype"], description="weights"),
+        gpu_gb=w.Dropdown(options=[16.0, 24.0, 40.0, 48.0, 80.0], value=KNOBS["gpu_gb"], description="显存 GiB"),
+        dtype=w.Dropdown(options=["bfloat16", "float16", "awq"], value=KNOBS["dtype"], description="权重"),
         gpu_memory_utilization=w.FloatSlider(value=KNOBS["gpu_memory_utilization"], min=0.5, max=0.98, step=0.01,
-                                             description="gpu util"),
-        n_adapters=w.IntSlider(value=KNOBS["n_adapters"], min=0, max=64, description="adapters"),
-        adapter_rank=w.Dropdown(options=[8, 16, 32, 64], value=KNOBS["adapter_rank"], description="their rank"),
+                                             description="显存比例"),
+        n_adapters=w.IntSlider(value=KNOBS["n_adapters"], min=0, max=64, description="adapter 数"),
+        adapter_rank=w.Dropdown(options=[8, 16, 32, 64], value=KNOBS["adapter_rank"], description="它们的秩"),
         max_loras=w.IntSlider(value=KNOBS["max_loras"], min=1, max=64, description="max_loras"),
         max_lora_rank=w.Dropdown(options=ranks, value=KNOBS["max_lora_rank"], description="max_lora_rank"),
         context_len=w.Dropdown(options=[1024, 2048, 4096, 8192, 32768], value=KNOBS["context_len"],
-                               description="context"),
+                               description="上下文长度"),
     )
 
     def redraw(**knobs):
@@ -248,29 +261,29 @@ def format_rtx4090_figures(fig: dict | None = None) -> str:
     """The figures as text for a notebook cell or the closing note."""
     fig = fig or rtx4090_figures()
     g = lambda b: f"{b / GiB:.2f} GiB"
-    lines = [f"RTX 4090: {g(fig['gpu_total'])}; Qwen2.5-7B-Instruct: {fig['parameters']:,} parameters",
-             f"weights: bf16 {g(fig['weights_bf16'])}, AWQ int4 {g(fig['weights_awq'])}",
-             f"KV cache: {fig['kv_bytes_per_token'] // KiB} KiB per token (bf16)"]
+    lines = [f"RTX 4090：{g(fig['gpu_total'])}；Qwen2.5-7B-Instruct：{fig['parameters']:,} 个参数",
+             f"权重：bf16 {g(fig['weights_bf16'])}，AWQ int4 {g(fig['weights_awq'])}",
+             f"KV 缓存：每个 token {fig['kv_bytes_per_token'] // KiB} KiB（bf16）"]
     for label, plans in (("bf16", fig["plans"]), ("AWQ", fig["plans_awq"])):
         for r, p in plans.items():
             kv = p.kv
-            tail = (f"{kv.num_blocks:,} blocks, {kv.max_tokens:,} tokens, {kv.concurrent_seqs} x "
-                    f"{kv.context_len}-token sequences" if kv.num_blocks else
-                    f"no KV cache (the rest is over budget by {-p.kv_cache / GiB:.2f} GiB)" if p.kv_cache < 0 else
-                    f"{g(p.kv_cache)} of KV cache: less than one block")
-            lines.append(f"{label} max_loras={p.max_loras} max_lora_rank={r}: LoRA buffers {g(p.lora_buffers)}, "
-                         f"KV {g(max(p.kv_cache, 0))} -> {tail}")
+            tail = (f"{kv.num_blocks:,} 个 block，{kv.max_tokens:,} 个 token，{kv.concurrent_seqs} 条 "
+                    f"{kv.context_len} token 的序列" if kv.num_blocks else
+                    f"没有 KV 缓存（其余部分已超出预算 {-p.kv_cache / GiB:.2f} GiB）" if p.kv_cache < 0 else
+                    f"KV 缓存 {g(p.kv_cache)}：不到一个 block")
+            lines.append(f"{label} max_loras={p.max_loras} max_lora_rank={r}：LoRA 缓冲区 {g(p.lora_buffers)}，"
+                         f"KV 缓存 {g(max(p.kv_cache, 0))} -> {tail}")
     t = fig["three_full_vs_adapters"]
-    lines.append(f"3 full fine-tunes: {t['full_copies'] / 1e9:.1f} GB vs base + 3 rank-16 adapters: "
-                 f"{t['base_plus_adapters'] / 1e9:.2f} GB ({t['adapter'] / 1e6:.1f} MB each)")
+    lines.append(f"3 份全量微调：{t['full_copies'] / 1e9:.1f} GB；基座 + 3 个秩 16 的 adapter："
+                 f"{t['base_plus_adapters'] / 1e9:.2f} GB（每个 adapter {t['adapter'] / 1e6:.1f} MB）")
     h = fig["thirty_adapters"]
-    lines.append(f"30 rank-16 adapters: {h['n'] * h['adapter_bytes'] / 1e9:.2f} GB in host memory, "
-                 f"{h['slots'].max_loras} GPU slots leave {h['slots'].kv.concurrent_seqs} x 4k sequences; "
-                 f"30 GPU slots: LoRA buffers {g(h['all_slots'].lora_buffers)}, "
-                 f"{h['all_slots'].kv.concurrent_seqs} x 4k sequences (vs {h['full_copies_bytes'] / 1e9:.0f} GB "
-                 f"for 30 full copies)")
+    lines.append(f"30 个秩 16 的 adapter：主机内存里占 {h['n'] * h['adapter_bytes'] / 1e9:.2f} GB，"
+                 f"{h['slots'].max_loras} 个 GPU 槽位时还能放 {h['slots'].kv.concurrent_seqs} 条 4k 序列；"
+                 f"30 个 GPU 槽位时 LoRA 缓冲区 {g(h['all_slots'].lora_buffers)}，"
+                 f"还能放 {h['all_slots'].kv.concurrent_seqs} 条 4k 序列（30 份全量副本则要 "
+                 f"{h['full_copies_bytes'] / 1e9:.0f} GB）")
     m = fig["lora_vs_full_4096"]
-    lines.append(f"4096x4096 at r=16: {m['full']:,} vs {m['lora']:,} parameters ({m['ratio']:.0f}x fewer)")
+    lines.append(f"4096x4096、r=16：全量 {m['full']:,} 个参数，LoRA {m['lora']:,} 个（少 {m['ratio']:.0f} 倍）")
     return "\n".join(lines)
 
 

@@ -18,16 +18,15 @@ def engine_model(llm):
         ex = getattr(core, "model_executor", None)
     if ex is None:
         raise EngineInAnotherProcess(
-            "cannot reach the model: the engine runs in another process. Start it with "
-            "VLLM_ENABLE_V1_MULTIPROCESSING=0 (in-process engine), or with VLLM_ALLOW_INSECURE_SERIALIZATION=1 "
-            "so that llm.apply_model can send the measuring function to the engine process.")
+            "拿不到模型：引擎跑在另一个进程里。用 VLLM_ENABLE_V1_MULTIPROCESSING=0 启动它（进程内引擎），"
+            "或者设 VLLM_ALLOW_INSECURE_SERIALIZATION=1，让 llm.apply_model 能把测量函数送进引擎进程。")
     worker = getattr(ex, "driver_worker", None)
     worker = getattr(worker, "worker", worker)
     runner = getattr(worker, "model_runner", None)
     model = getattr(runner, "model", None)
     if model is None:
-        raise MemoryModelError("no model found at model_executor.driver_worker.worker.model_runner.model; "
-                               "this vLLM version lays the engine out differently.")
+        raise MemoryModelError("在 model_executor.driver_worker.worker.model_runner.model 处找不到模型；"
+                               "这个 vLLM 版本的引擎结构不一样。")
     return model
 
 
@@ -83,8 +82,8 @@ def punica_bytes_of(model) -> int:
 
     manager = getattr(model, "lora_manager", None)
     if manager is None:
-        raise MemoryModelError("the engine's model has no lora_manager, so it holds no Punica wrapper: start the "
-                               "engine with enable_lora=True to measure the LoRA metadata.")
+        raise MemoryModelError("引擎的模型没有 lora_manager，也就没有 Punica wrapper：要测 LoRA 元数据，"
+                               "启动引擎时加 enable_lora=True。")
     total = 0
     for w in manager.punica_wrapper_mapping.values():
         dev = torch.device(w.device).type

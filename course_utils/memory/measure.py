@@ -71,8 +71,8 @@ def kv_budget(kv: dict, env: dict, config, kv_dtype) -> tuple[int, str]:
     from ..arch import arch
 
     if kv.get("kv_cache_memory_bytes"):
-        return int(kv["kv_cache_memory_bytes"]), "vLLM (kv_cache_memory_bytes)"
+        return int(kv["kv_cache_memory_bytes"]), "vLLM 报告的（kv_cache_memory_bytes）"
     if env.get("VLLM_CPU_KVCACHE_SPACE"):
-        return int(float(env["VLLM_CPU_KVCACHE_SPACE"]) * GiB), "the profile (VLLM_CPU_KVCACHE_SPACE)"
+        return int(float(env["VLLM_CPU_KVCACHE_SPACE"]) * GiB), "配置设定的（VLLM_CPU_KVCACHE_SPACE）"
     page = kv_page_bytes(config, kv["block_size"], kv_dtype) * arch(config).layers
-    return kv["num_blocks"] * page, "vLLM's block count (GPU: sized by profiling)"
+    return kv["num_blocks"] * page, "由 vLLM 的 block 数推算（GPU 上 vLLM 按 profiling 定大小）"

@@ -93,7 +93,7 @@ def _refuse_quantized(prof: Profile) -> None:
     """peft trains on the bf16 base, not on an int4 copy (``autodl/setup.sh --awq``): say so before the child starts."""
     quant = quantization(prof.base_model)
     if quant:
-        raise TrainingError(f"这个基座是量化过的（{quant.get('quant_method', 'quantized')}）：peft 不在 int4 权重上训练。"
+        raise TrainingError(f"这个基座是量化过的（{quant.get('quant_method', '量化方式不明')}）：peft 不在 int4 权重上训练。"
                             f"在 bf16 基座上训练（`bash autodl/setup.sh` 不加 --awq，要 24 GB 的卡），"
                             f"训练出的 adapter 也能挂在 AWQ 基座上服务。")
 

@@ -27,6 +27,9 @@ FIRST_YEAR, LAST_YEAR = 1950, 2049
 MIN_EXAMPLES = 16        # fewer cannot fill the trainer's batches with some variety
 HELD_OUT_SEED = 8
 
+# The keys of score()'s rows, which the lab shows as a table: its headers
+ROW = {"date": "日期", "output": "输出", "right": "答对", "why": "原因", "contains": "含印戳"}
+
 _ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
 
 
@@ -53,14 +56,14 @@ def stamp(iso: str) -> str:
     """The archive's stamp of an ISO date: ``2024-03-07`` -> ``07.03.2024``."""
     d = parse_iso(iso)
     if d is None:
-        raise ValueError(f"{iso!r} is not a date written YYYY-MM-DD")
+        raise ValueError(f"{iso!r} 不是 YYYY-MM-DD 写法的日期")
     return f"{d.day:02d}.{d.month:02d}.{d.year:04d}"
 
 
 @dataclass(frozen=True)
 class Verdict:
     right: bool
-    why: str   # "ok", or what is wrong
+    why: str   # "对", or what is wrong (in Chinese)
 
     def __bool__(self) -> bool:
         return self.right
@@ -70,18 +73,22 @@ def check(output: str, iso: str) -> Verdict:
     """Whether ``output`` is the stamp of ``iso`` (surrounding white space is ignored, nothing else)."""
     want, got = stamp(iso), output.strip()
     if got == want:
-        return Verdict(True, "ok")
+        return Verdict(True, "对")
     if not re.fullmatch(r"\d{2}\.\d{2}\.\d{4}", got):
-        return Verdict(False, "not a DD.MM.YYYY stamp")
-    return Verdict(False, f"wrong digits (want {want})")
+        return Verdict(False, "不是 DD.MM.YYYY 格式的印戳")
+    return Verdict(False, f"数字不对（应为 {want}）")
 
 
 def score(outputs: list[str], dates: list[str]) -> dict:
-    """The share of right stamps, how many outputs hold the stamp somewhere (in a sentence, say), each row's verdict."""
-    rows = [{"date": iso, "output": out.strip(), "right": bool(v), "why": v.why, "contains": stamp(iso) in out}
+    """The share of right stamps, how many outputs hold the stamp somewhere (in a sentence, say), each row's verdict.
+
+    Each row's keys are the lab's table headers, in Chinese (:data:`ROW`): date, output, right, why, contains."""
+    rows = [{ROW["date"]: iso, ROW["output"]: out.strip(), ROW["right"]: bool(v), ROW["why"]: v.why,
+             ROW["contains"]: stamp(iso) in out}
             for out, iso in zip(outputs, dates, strict=True) for v in [check(out, iso)]]
-    return {"right": sum(r["right"] for r in rows), "n": len(rows), "share": sum(r["right"] for r in rows) / len(rows),
-            "contains": sum(r["contains"] for r in rows), "rows": rows}
+    right = sum(r[ROW["right"]] for r in rows)
+    return {"right": right, "n": len(rows), "share": right / len(rows),
+            "contains": sum(r[ROW["contains"]] for r in rows), "rows": rows}
 
 
 def _random_date(rng: random.Random) -> str:

@@ -79,7 +79,7 @@ def progress_bar(steps: int):
     from tqdm import tqdm
 
     # disable=False: a lab sets TQDM_DISABLE for vLLM's own bars
-    bar = tqdm(total=steps, desc="train", unit="step", file=sys.stdout, mininterval=1.0, disable=False)
+    bar = tqdm(total=steps, desc="训练", unit="步", file=sys.stdout, mininterval=1.0, disable=False)
 
     def show(step: int, loss: float) -> None:
         bar.set_postfix(loss=f"{loss:.4f}", refresh=False)

@@ -153,7 +153,7 @@ def hardware_description() -> str:
             return describe_gpu() or "CUDA GPU"
     except ImportError:  # read mode: no torch
         pass
-    return f"CPU {platform.machine()}, {os.cpu_count()} cores"
+    return f"CPU {platform.machine()}，{os.cpu_count()} 核"
 
 
 def installed_vllm_version() -> str | None:

@@ -14,6 +14,7 @@ RECORDED = RECORDINGS / "cpu" / "scale_sweep.json"
 KS = (1, 2, 4)
 POLICIES = ("aware", "blind", "hash", "aware")     # the first pass starts from empty caches
 N, ZIPF_S, SEED, COPIES, REPLICAS = 160, 1.1, 7, 2, 2
+K_LABEL = "k（每个副本留几个 adapter）"          # the table's index: max_num_adapters_per_replica
 
 
 def load(path=RECORDED) -> dict:
@@ -36,24 +37,24 @@ def verdict(rec: dict) -> list[str]:
     k, and at which k the gap between them is widest (as a ratio)."""
     loads = warm_loads(rec)
     ratio = {k: v["blind"] / max(v["aware"], 1) for k, v in loads.items()}
-    lines = [f"k={k}: round robin {v['blind']} loads, adapter-aware {v['aware']}, hash {v['hash']} "
-             f"(round robin / adapter-aware: {ratio[k]:.1f}x)" for k, v in sorted(loads.items())]
+    lines = [f"k={k}：轮询加载 {v['blind']} 次，按 adapter 路由 {v['aware']} 次，静态哈希 {v['hash']} 次"
+             f"（轮询 / 按 adapter 路由 = {ratio[k]:.1f} 倍）" for k, v in sorted(loads.items())]
     widest = max(ratio, key=ratio.get)
     slots = widest * rec["replicas"]
-    lines.append(f"the ratio is widest at k={widest}, where the cluster's {slots} slots "
-                 f"{'hold' if slots >= rec['adapters'] else 'do not hold'} the whole shelf of {rec['adapters']}")
+    lines.append(f"这个比值在 k={widest} 时最大：这时整个集群的 {slots} 个 adapter 位"
+                 f"{'装得下' if slots >= rec['adapters'] else '装不下'}整个货架的 {rec['adapters']} 个 adapter")
     return lines
 
 
 def table(rec: dict):
-    """Loads per policy (the warm passes) and k; hit rate = 1 - loads / requests."""
+    """The hit rate per policy (columns, the policies' names) and k (rows) in the warm passes; hit rate =
+    1 - loads / requests. Headers in Chinese: 路由 (policy), 命中率 (hit rate)."""
     import pandas as pd
 
     warm = [r for r in rec["rows"] if r["pass"] > 1]
-    df = pd.DataFrame([{"k (adapters per replica)": r["k"], "policy": r["policy"], "loads": r["loads"],
-                        "hit rate": round(1 - r["loads"] / rec["requests"], 2), "failed": r["failed"]} for r in warm])
-    return df.drop_duplicates(["k (adapters per replica)", "policy"], keep="last").pivot(
-        index="k (adapters per replica)", columns="policy", values="hit rate")
+    df = pd.DataFrame([{K_LABEL: r["k"], "路由": r["policy"], "加载": r["loads"],
+                        "命中率": round(1 - r["loads"] / rec["requests"], 2), "失败": r["failed"]} for r in warm])
+    return df.drop_duplicates([K_LABEL, "路由"], keep="last").pivot(index=K_LABEL, columns="路由", values="命中率")
 
 
 def plot(rec: dict, ax=None):
@@ -79,4 +80,4 @@ def ray_llm_vllm_requirement() -> str:
     from importlib.metadata import requires, version
 
     reqs = [r for r in requires("ray") or [] if r.startswith("vllm") and 'extra == "llm"' in r]
-    return f"ray {version('ray')}: " + ("; ".join(r.split(";")[0].strip() for r in reqs) or "no vLLM pinned")
+    return f"ray {version('ray')}: " + ("; ".join(r.split(";")[0].strip() for r in reqs) or "没有指定 vLLM")

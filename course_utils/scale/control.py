@@ -25,16 +25,16 @@ def _ask(op: str, **args):
         reply = child.heard(line)                # the driver's answer; what Ray prints goes to its log
         if reply is not None:
             if not reply["ok"]:
-                raise RuntimeError(f"{op} failed in the Ray driver: {reply['error']} (details: build/lab07/driver.log)")
+                raise RuntimeError(f"Ray 驱动进程里的 {op} 失败了：{reply['error']}（详情见 build/lab07/driver.log）")
             return reply.get("result")
-    raise RuntimeError(f"the Ray driver exited during {op!r} (code {proc.wait()}); see build/lab07/driver.log")
+    raise RuntimeError(f"Ray 驱动进程在 {op!r} 途中退出了（退出码 {proc.wait()}）；看 build/lab07/driver.log")
 
 
 def up(prof, copies: int, replicas: int, adapters_per_replica: int) -> dict:
     from .. import processes   # live only: a reader's kernel never loads the registry
 
     if _live:
-        raise RuntimeError("the lab's cluster is already up: run down() first (or restart the kernel).")
+        raise RuntimeError("这个实验的集群已经起来了：先运行 down()（或者重启内核）。")
     tag = processes.new_tag()                    # inherited by every process the driver starts
     watch = sockets.SocketWatch(tag)
     watch.start()
@@ -58,7 +58,7 @@ def up(prof, copies: int, replicas: int, adapters_per_replica: int) -> dict:
 
 def run(stream: list, policy: str, concurrency: int) -> dict:
     if not _live.get("driver"):
-        raise RuntimeError("the cluster is not up: run the cell with up(...) first.")
+        raise RuntimeError("集群还没有起来：先运行调用 up(...) 的那一格。")
     return _ask("run", stream=stream, policy=policy, concurrency=concurrency)
 
 
@@ -67,7 +67,7 @@ def down() -> dict:
 
     watch = _live.get("watch")
     if watch is None:
-        return {"stopped": "nothing was running"}
+        return {"stopped": "什么也没有在运行"}
     tag = _live["tag"]
     t0 = time.perf_counter()
     _stop(sweep=False)

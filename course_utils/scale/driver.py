@@ -39,6 +39,7 @@ RAY_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": 
            "RAY_SERVE_LLM_ENABLE_DIRECT_STREAMING": "0"}
 LORA_DISK_CACHE = Path("/tmp/ray/llm/lora/cache")   # Ray Serve LLM's adapter download cache (fixed path)
 APP = "scale"
+APP_RUNNING = "应用进入 RUNNING"   # up()'s step, in its "seconds": serve.run until the app is RUNNING
 _live: dict = {}
 
 
@@ -59,7 +60,7 @@ def up(profile: str, copies: int, replicas: int, adapters_per_replica: int) -> d
     _live["store"] = store
     for name, folder in shelf(prof, copies).items():
         store.upload(name, folder)
-    seconds["store and upload"] = time.perf_counter() - t0
+    seconds["存储与上传"] = time.perf_counter() - t0
     shutil.rmtree(LORA_DISK_CACHE, ignore_errors=True)
 
     import ray
@@ -75,16 +76,16 @@ def up(profile: str, copies: int, replicas: int, adapters_per_replica: int) -> d
              _metrics_export_port=_live["metrics_port"], _system_config={"metrics_report_interval_ms": 1000},
              runtime_env={"env_vars": worker_env(prof, store.env)})
     _live["ray"] = True
-    seconds["Ray up"] = time.perf_counter() - t0
+    seconds["Ray 启动"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     _live["http_port"] = free_port()
     serve.start(http_options={"host": LOOPBACK, "port": _live["http_port"]})
-    seconds["Serve up"] = time.perf_counter() - t0
+    seconds["Serve 启动"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     app = build_app(prof.base_model, prof.name, store.bucket, replicas, adapters_per_replica,
                     {k: prof.engine[k] for k in ENGINE_FLAGS if k in prof.engine})
     serve.run(app, name=APP, route_prefix="/", blocking=False)   # returns once the app is RUNNING
-    seconds["app RUNNING"] = time.perf_counter() - t0
+    seconds[APP_RUNNING] = time.perf_counter() - t0
     _live.update(model_id=prof.name, served=metrics.scrape(_live["metrics_port"], APP), requests=0)
     return {"adapters in the bucket": store.adapters(), "replicas": replicas,
             "adapters per replica": adapters_per_replica, "node address": ray.util.get_node_ip_address(),
@@ -98,7 +99,7 @@ def run(stream: list, policy: str, concurrency: int) -> dict:
     _live["requests"] += client["ok"]      # Serve's request counter counts answered requests; failed ones elsewhere
     t0 = time.perf_counter()
     after = metrics.scrape_until(_live["metrics_port"], APP, _live["requests"], client=client)
-    print(f"{policy} pass: Ray's counters added up {time.perf_counter() - t0:.1f} s after the last answer",
+    print(f"{policy} 这一遍：最后一个回答之后 {time.perf_counter() - t0:.1f} s，Ray 的计数器才加齐",
           file=sys.stderr)   # to the log (build/lab07/driver.log): how far the metrics lagged
     per_replica = metrics.difference(after, _live["served"])
     _live["served"] = after
@@ -115,7 +116,7 @@ def stop() -> None:
             serve.delete(APP)
             serve.shutdown()
         except Exception as e:   # noqa: BLE001 - stopping must go on
-            print(f"serve.shutdown: {e}", file=sys.stderr)
+            print(f"serve.shutdown 出错：{e}", file=sys.stderr)
         import ray
 
         ray.shutdown()

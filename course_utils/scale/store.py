@@ -35,7 +35,7 @@ class S3Store:
                                   die_with_parent=True)
         store = cls(started, port, bucket)
         try:
-            processes.wait_until(lambda: listening(port), 30.0, proc=started.proc, what=f"the store on {LOOPBACK}:{port}")
+            processes.wait_until(lambda: listening(port), 30.0, proc=started.proc, what=f"存储（{LOOPBACK}:{port}）")
             os.environ.update(store.env)          # this process's boto3 and Ray's workers (runtime_env) alike
             store.client().create_bucket(Bucket=bucket)
         except BaseException:

@@ -88,7 +88,7 @@ class Launch:
 
     def __post_init__(self):
         if self.host != LOOPBACK:
-            raise ValueError(f"course servers listen on {LOOPBACK} only, not {self.host!r}")
+            raise ValueError(f"课程的服务只监听 {LOOPBACK}，不能是 {self.host!r}")
         self.lora_modules, self.extra_args = list(self.lora_modules), list(self.extra_args)
         self.extra_env = dict(self.extra_env or {})
         self.max_loras = self.max_loras if self.max_loras is not None else self.profile.max_loras

@@ -70,7 +70,7 @@ def shell(command: str, srv: Server, label: str = "shell") -> str:
     env = bypass_proxy({**os.environ, "PORT": str(srv.port), "VLLM_API_KEY": srv.api_key})
     out = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
-        raise RuntimeError(f"exit {out.returncode}: {out.stderr.strip()}")
+        raise RuntimeError(f"命令以退出码 {out.returncode} 结束：{out.stderr.strip()}")
     return out.stdout
 
 

@@ -36,7 +36,7 @@ def lora_info_samples(metrics_text: str) -> list[dict]:
 
 def _loopback_only(srv: Server, what: str) -> None:
     if not (is_loopback(srv.host) or srv.host == "localhost"):
-        raise ValueError(f"{what} only targets a server on loopback")
+        raise ValueError(f"{what} 只对回环地址（127.0.0.1）上的服务发请求")
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -59,7 +59,7 @@ def run_load(srv: Server, models: list[str], *, n_requests: int = 240, concurren
     default) and never after ``max_seconds``. ``during(state)`` runs in this
     thread while the workers send: ``state["sent"]`` is the number sent so far,
     and whatever it puts in ``state["phase"]`` labels the requests sent from then
-    on (it starts as "before"). Returns ``{"rows", "during", "seconds"}``: one row
+    on (it starts as "之前"; once ``during`` has returned it is "之后"). Returns ``{"rows", "during", "seconds"}``: one row
     per request (model, start and latency in s since the load began, status, ok,
     phase), what ``during`` returned (JSON-able), and the load's wall time.
     """

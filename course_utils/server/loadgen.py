@@ -17,7 +17,7 @@ def run_load(srv, models, n_requests, concurrency, max_requests, max_seconds, pr
     max_requests = max_requests or 3 * n_requests
     rows: list[dict] = []
     lock = threading.Lock()
-    state = {"sent": 0, "phase": "before"}
+    state = {"sent": 0, "phase": "之前"}   # the phase labels are the lab's table rows
     done = threading.Event()
     if during is None:
         done.set()
@@ -53,7 +53,7 @@ def run_load(srv, models, n_requests, concurrency, max_requests, max_seconds, pr
             during_result = during(state)
         finally:
             with lock:
-                state["phase"] = "after"
+                state["phase"] = "之后"
             done.set()
     for th in threads:
         th.join(timeout=max_seconds + 60)

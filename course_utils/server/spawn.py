@@ -100,7 +100,7 @@ def wait_ready(srv: Server, t0: float) -> None:
 
     try:
         processes.wait_until(ready, t0 + srv.ready_timeout - time.monotonic(), interval=0.5,
-                             proc=srv.proc, what=f"server {srv.label!r}")
+                             proc=srv.proc, what=f"服务 {srv.label!r}")
     except (TimeoutError, processes.ProcessExited):
         time.sleep(0.2)  # the last lines of the log
         raise start_failure(srv.label, srv.proc.poll(), srv.log_path, srv.ready_timeout) from None

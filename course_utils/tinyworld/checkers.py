@@ -36,13 +36,13 @@ from . import tasks
 @dataclass(frozen=True)
 class Verdict:
     right: bool
-    why: str  # "ok" when right, else what is wrong
+    why: str  # "正确" when right, else what is wrong ("<field> 是 ..." for a wrong value)
 
     def __bool__(self) -> bool:
         return self.right
 
 
-OK = Verdict(True, "ok")
+OK = Verdict(True, "正确")
 
 
 def _wrong(why: str) -> Verdict:
@@ -132,26 +132,26 @@ def _authorize(action, *_):
 def check_sql(output: str, fields: dict) -> Verdict:
     text = output.strip()
     if not re.match(r"(?is)^select\b", text):
-        return _wrong("not a SELECT statement")
+        return _wrong("不是 SELECT 语句")
     if not sqlite3.complete_statement(text if text.endswith(";") else text + ";"):
-        return _wrong("incomplete SQL statement")
+        return _wrong("SQL 语句不完整")
     con, expected = build_database(fields)
     con.set_authorizer(_authorize)  # read-only: SELECT and reading tables, nothing else
     con.set_progress_handler(lambda: 1, 100_000)  # abort a runaway query
     try:
         got = con.execute(text).fetchall()
     except (sqlite3.Error, sqlite3.Warning) as e:  # Warning: more than one statement
-        return _wrong(f"does not run: {e}")
+        return _wrong(f"运行不了：{e}")
     finally:
         con.close()
     if sorted(got, key=repr) == sorted(expected, key=repr):
         return OK
     if not got:
-        return _wrong(f"returns no rows (asked for {fields['column']} = {fields['value']!r})")
+        return _wrong(f"一行也没返回（问的是 {fields['column']} = {fields['value']!r}）")
     if len(got[0]) != len(expected[0]):
-        return _wrong(f"returns {len(got[0])} columns, expected {len(expected[0])}")
-    return _wrong(f"returns {len(got)} rows {got[:3]}{'...' if len(got) > 3 else ''}, expected {expected[:3]}"
-                  f"{'...' if len(expected) > 3 else ''}")
+        return _wrong(f"返回 {len(got[0])} 列，应为 {len(expected[0])} 列")
+    return _wrong(f"返回 {len(got)} 行 {got[:3]}{'...' if len(got) > 3 else ''}，应为 {len(expected)} 行 "
+                  f"{expected[:3]}{'...' if len(expected) > 3 else ''}")
 
 
 # --------------------------------------------------------------------------
@@ -161,19 +161,19 @@ def check_json(output: str, fields: dict) -> Verdict:
     try:
         obj = json.loads(output)
     except ValueError:
-        return _wrong("not valid JSON")
+        return _wrong("不是合法的 JSON")
     if not isinstance(obj, dict):
-        return _wrong(f"JSON {type(obj).__name__}, not an object")
+        return _wrong(f"是 JSON {type(obj).__name__}，不是对象")
     if set(obj) != set(tasks.JSON_KEYS):
-        return _wrong(f"keys {sorted(obj)}, expected {sorted(tasks.JSON_KEYS)}")
+        return _wrong(f"键是 {sorted(obj)}，应为 {sorted(tasks.JSON_KEYS)}")
     for key in tasks.JSON_KEYS:
         want, got = fields[key], obj[key]
         if key == "age":
             if type(got) is not int:
-                return _wrong(f"age is {got!r}, not an integer")
+                return _wrong(f"age 是 {got!r}，不是整数")
             want = int(want)
         if got != want:
-            return _wrong(f"{key} is {got!r}, expected {want!r}")
+            return _wrong(f"{key} 是 {got!r}，应为 {want!r}")
     return OK
 
 
@@ -216,17 +216,17 @@ def check_medical(output: str, fields: dict) -> Verdict:
     for label, want in _medical_expected(fields).items():
         got = found.get(label)
         if not got:
-            return _wrong(f"no {label} line")
+            return _wrong(f"没有 {label} 这一行")
         if len(got) > 1:
-            return _wrong(f"{label} given {len(got)} times")
+            return _wrong(f"{label} 出现了 {len(got)} 次")
         value = got[0]
         if label == "Duration" and want is not None and fields.get("days") == 1 and _same(value, "1 day"):
             continue
         if want is None:  # Plan without the temperature: one of the two plans
             if not any(_same(value, p) for p in PLANS):
-                return _wrong(f"Plan is {value!r}, not one of {PLANS}")
+                return _wrong(f"Plan 是 {value!r}，不是 {PLANS} 之一")
         elif not _same(value, want):
-            return _wrong(f"{label} is {value!r}, expected {want!r}")
+            return _wrong(f"{label} 是 {value!r}，应为 {want!r}")
     return OK
 
 
@@ -254,14 +254,14 @@ def _looks_like(word: str, product: str) -> bool:
 def check_support(output: str, fields: dict) -> Verdict:
     product = fields["product"].lower()
     if not tasks.check_support(output, fields):
-        return _wrong("does not open with an apology")
+        return _wrong("开头没有道歉")
     words = [w.lower() for w in _words(output)]
     slots = [w for prev, w in itertools.pairwise(words) if prev in _BEFORE_PRODUCT]
     misspelt = [w for w in slots if _looks_like(w, product)]
     if product not in words:
-        return _wrong(f"does not name the {product}" + (f" (says {misspelt[0]!r})" if misspelt else ""))
+        return _wrong(f"没有提到 {product}" + (f"（写成了 {misspelt[0]!r}）" if misspelt else ""))
     if misspelt:
-        return _wrong(f"names the product misspelt as {misspelt[0]!r}")
+        return _wrong(f"产品名拼错成了 {misspelt[0]!r}")
     return OK
 
 

@@ -119,13 +119,13 @@ def test_moving_max_lora_rank_redraws_and_says_when_it_does_not_fit(lab_server):
             knob.scroll_into_view_if_needed()
 
             _select(page, "max_lora_rank", "64")
-            text64, img64 = _wait_for(page, lambda: (lambda t, i: (t, i) if "rank 64" in t and i else None)(
+            text64, img64 = _wait_for(page, lambda: (lambda t, i: (t, i) if "秩 64" in t and i else None)(
                 *_explorer_output(page)), "the rank-64 layout")
             page.screenshot(path=str(SHOTS / "lab02_rank64.png"))
-            assert "does not fit" not in text64
+            assert "放不下" not in text64
 
             _select(page, "max_lora_rank", "256")
-            text256, img256 = _wait_for(page, lambda: (lambda t, i: (t, i) if "rank 256" in t and i else None)(
+            text256, img256 = _wait_for(page, lambda: (lambda t, i: (t, i) if "秩 256" in t and i else None)(
                 *_explorer_output(page)), "the rank-256 layout")
             page.screenshot(path=str(SHOTS / "lab02_rank256.png"))
         except Exception:
@@ -139,8 +139,8 @@ def test_moving_max_lora_rank_redraws_and_says_when_it_does_not_fit(lab_server):
         return float(line.split("GiB")[0].split()[-1])
 
     assert img256 != img64, "the figure did not change"
-    assert gib(text256, "LoRA buffers") == pytest.approx(4 * gib(text64, "LoRA buffers"), rel=0.01)
-    assert gib(text256, "KV cache") < gib(text64, "KV cache")
-    assert "does not fit" in text256 and "vLLM 会拒绝启动" in text256
+    assert gib(text256, "LoRA 缓冲区") == pytest.approx(4 * gib(text64, "LoRA 缓冲区"), rel=0.01)
+    assert gib(text256, "KV 缓存") < gib(text64, "KV 缓存")
+    assert "放不下" in text256 and "vLLM 会拒绝启动" in text256
     assert "-0." not in text256, "an over-budget setting must not show a negative KV cache"
     (SHOTS / "lab02_explorer.txt").write_text(f"max_lora_rank=64\n{text64}\n\nmax_lora_rank=256\n{text256}\n")
