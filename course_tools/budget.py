@@ -200,8 +200,8 @@ def cost_box(notebook: Path, price: float = EXAMPLE_PRICE) -> str:
                                     f"起 {w.server_starts} 次服务" if w.server_starts else "",
                                     f"训练 {w.train_steps} 步" if w.train_steps else "",
                                     f"把基座读进主机内存 {w.host_loads} 次" if w.host_loads else ""] if x)
-        gpu = (f"AutoDL RTX 4090 上（`qwen7b` 配置）：{work}，预估约 {gpu_min:.0f} GPU 分钟；按每小时 ¥{price:g} 的"
-               f"示例价格约 ¥{gpu_min / 60 * price:.2f}（费用 = GPU 分钟 ÷ 60 × 你在 AutoDL 控制台上看到的每小时价格；"
+        gpu = (f"AutoDL RTX 4090 上（`qwen7b` 配置）：{work}，预估约 {gpu_min:.1f} GPU 分钟；按每小时 ¥{price:g} 的"
+               f"示例价格约 ¥{round(gpu_min, 1) / 60 * price:.2f}（费用 = GPU 分钟 ÷ 60 × 你在 AutoDL 控制台上看到的每小时价格；"
                f"这个示例价格没有核实过）。实例开着就计费，读和想的时间也算。")
         tail = "GPU 上的时间都是预估（`python -m course_tools.budget`），这门课的 GPU 路径还没有在 4090 上实际跑过。"
     return f"> **这一课的成本**　这台机器上（CPU，`tiny` 配置）：上一次录制从第一格跑到最后一格约 {cpu} 分钟。{gpu}{tail}"

@@ -73,3 +73,13 @@ def vllm_version() -> str:
     import vllm
 
     return vllm.__version__
+
+
+PROVENANCE_LABELS = {"hardware": "硬件", "torch": "torch", "vllm": "vLLM", "date": "日期", "command": "命令",
+                     "config": "设置"}
+
+
+def provenance(p: dict, skip=("config",)) -> str:
+    """One line saying where a benchmark recording (``data/recordings/cpu/*.json``) comes from: Lab 03 and Lab 07
+    show it above the figures they read from such a recording."""
+    return "录制信息：" + "；".join(f"{PROVENANCE_LABELS.get(k, k)} {v}" for k, v in p.items() if k not in skip)

@@ -89,7 +89,10 @@ def call_result(rec: dict, function: str):
 
 def lab01_figures(rec: dict) -> dict:
     gens = generations(rec)
-    batch = next(g for g in gens if g["list"] and len(set(g["lora"])) > 1)
+    # The lab's heterogeneous batch: the list call with the most adapters (section 2 also runs the page's
+    # two-row program, one adapter and the base, before it).
+    batch = max((g for g in gens if g["list"] and len(set(g["lora"])) > 1),
+                key=lambda g: (len({x for x in g["lora"] if x}), len(g["rows"])))
     later = gens[gens.index(batch) + 1:]
     # Each batch row against the first later call that ran the same prompt with the same adapter alone.
     same = total = 0
@@ -99,6 +102,10 @@ def lab01_figures(rec: dict) -> dict:
         if alone is not None:
             total += 1
             same += alone["text"] == row["text"]
+
+    if not total:
+        raise RecordingError("Lab 01 的录制里找不到逐个 adapter 单独跑的那几次调用，无法比较异构 batch："
+                             "重新录制 Lab 01（make record LABS=labs/01_offline_multi_lora.ipynb）。")
 
     def single(lora, prompt_start):
         return next((r["text"] for g in gens if not g["list"] for lo, r in zip(g["lora"], g["rows"])

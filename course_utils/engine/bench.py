@@ -50,7 +50,7 @@ def pick_adapters(profile, n: int | None = None) -> list[str]:
         raise BenchError(f"adapter 个数 {n!r}：给一个 0 到 {len(names)} 之间的整数。")
     if n > len(names):
         raise BenchError(f"实验要 {n} 个不同的 adapter，而配置 {profile.name!r} 只有 {len(names)} 个"
-                         f"（{', '.join(names)}）。最多用 {len(names)} 个，或者像 Lab 03 的长尾实验那样，把同一个 adapter "
+                         f"（{', '.join(names)}）。最多用 {len(names)} 个，或者像 Lab 03 第 4 节的长尾实验那样，把同一个 adapter "
                          f"用新的 id 再登记几份（LoRARequest(f'sql_{{i}}', new_id, 同一个路径)）。")
     return names[:n]
 
@@ -140,6 +140,21 @@ def ratios(a: list[float], b: list[float]) -> Spread:
 def ratio_lines(rates: dict[str, list[float]], pairs: list[tuple[str, str]]) -> list[str]:
     """'A / B 的吞吐之比：median（min-max）' for each pair of settings, from per-repetition rates."""
     return [f"{a} / {b} 的吞吐之比：{ratios(rates[a], rates[b]).as_ratio()}" for a, b in pairs]
+
+
+def wall_breakdown(traces: dict) -> list[dict]:
+    """Where each run's wall time went (Lab 03 sections 3 and 4): its first step (the prefill of every prompt it
+    admitted at once) against the rest of its steps (decode, plus the prefills of later waves)."""
+    rows = []
+    for label, t in traces.items():
+        s = t.step_seconds
+        rest = s[1:]
+        rows.append({"设置": label, "引擎步数": t.n_steps, "第一步 (ms)": round(1000 * s[0]) if s else None,
+                     "其余各步合计 (ms)": round(1000 * sum(rest)),
+                     "其余步的中位数 (ms)": round(1000 * statistics.median(rest), 1) if rest else None,
+                     "墙钟 (s)": round(t.seconds, 2),
+                     "第一步占墙钟": f"{s[0] / t.seconds:.0%}" if s and t.seconds else None})
+    return rows
 
 
 BASE_ONLY = "只走基座"

@@ -594,6 +594,6 @@ def plan(model_config, adapters=(), gpu_gb: float = 24, dtype="bfloat16", quant=
             f"{requested / GiB:.2f} GiB 可用；权重 {w.total / GiB:.2f} + LoRA 缓冲区 {lora / GiB:.2f} + 激活峰值 "
             f"{act / GiB:.2f} + 非 torch {nt / GiB:.2f} + CUDA graph {cg / GiB:.2f} GiB 之后{left}，而一条 {context_len} "
             f"token 的序列需要 {need / GiB:.3f} GiB 的 KV 缓存：还差 {short / GiB:.2f} GiB。"
-            f"改法，按腾出的多少排：{advice}。")
+            f"改法，按腾出的多少排（显存模型的估算：激活峰值按它与 max_num_batched_tokens 成正比算）：{advice}。")
     return layout
 
