@@ -167,7 +167,7 @@ def setup_table(install=INSTALL_S, download_mb_s=DOWNLOAD_MB_S, train_step=TRAIN
 COST_BOX_TAG = "cost-box"
 EXAMPLE_PRICE = _E["example_price_cny_per_hour"]   # an example, not AutoDL's price (gpu_estimates.json says why)
 RUNS_ON_GPU = {   # what a lab does on a 4090 that its counts do not say
-    "06_self_test": "什么都不启动：它只读前几课的录制，在 4090 上也一样",
+    "06_self_test": "什么都不启动，只读前几课的录制",
     "07_scale_out": "在 GPU 配置上它打开 CPU 上录下的结果（Ray 集群只在 CPU 上现场跑），不占 GPU",
 }
 

@@ -119,7 +119,7 @@ def time_load_endpoint(prof, adapters: dict[int, Path], repeats: int = 5) -> dic
 def run(repeats: int = 5, server: bool = True, log=print) -> dict:
     from course_utils.profiles import apply_env, get_profile
     from course_utils.replay import session
-    from course_tools.bench.widebench import WIDE, build_wide
+    from course_tools.bench.widebench import build_wide
 
     tiny = get_profile("tiny")
     apply_env(tiny)
@@ -140,13 +140,19 @@ def run(repeats: int = 5, server: bool = True, log=print) -> dict:
             for row, s in zip(res["rows"], srv["rows"]):
                 row["load endpoint ms"] = s["load endpoint ms"]
         engine_dtype = prof.engine.get("dtype", "auto")
-        out[label] = {"model": ("tiny base: hidden 256, 2 layers" if label == "tiny" else
-                                f"random Qwen2, hidden {WIDE['hidden_size']}, intermediate "
-                                f"{WIDE['intermediate_size']}, {WIDE['num_hidden_layers']} layers")
-                      + f"; adapter files {dtype}, engine {engine_dtype} (vLLM casts the adapter on load)",
-                      **res}
+        out[label] = {"model": describe(label, dtype, engine_dtype), **res}
     session.set_current(None)
     return {"repeats": repeats, "bases": out}
+
+def describe(label: str, dtype: str, engine_dtype: str) -> str:
+    """What a base of the recording is, in the words Lab 03 prints above its table."""
+    from course_tools.bench.widebench import WIDE
+
+    base = ("tiny 基座：hidden 256，2 层" if label == "tiny" else
+            f"随机权重的 Qwen2：hidden {WIDE['hidden_size']}，intermediate {WIDE['intermediate_size']}，"
+            f"{WIDE['num_hidden_layers']} 层")
+    return f"{base}；adapter 文件 {dtype}，引擎 {engine_dtype}（vLLM 加载时把 adapter 转成引擎的 dtype）"
+
 
 def main(argv=None) -> int:
     def options(p):

@@ -127,6 +127,8 @@ class Spread:
         return f"{rate(self.median)}（{self.low:,.0f}-{self.high:,.0f}）"
 
     def as_ratio(self) -> str:
+        if self.low == self.high:       # one repetition (a lab's single run): no range to show
+            return f"{self.median:.2f}x（只跑了一次）"
         return f"{self.median:.2f}x（{self.low:.2f}-{self.high:.2f}）"
 
 

@@ -107,7 +107,8 @@ def verdicts(rows: list[dict]) -> list[str]:
             tgt = [r for r in sel if r["tokens"] in TARGET["tokens"]]
             if tgt:
                 ok = [r for r in tgt if r["grouped / FLOP ratio"] <= TARGET["limit"]]
-                met = "多数设置达到了目标" if 2 * len(ok) > len(tgt) else "多数设置没达到目标"
+                met = (("达到了目标" if ok else "没达到目标") if len(tgt) == 1
+                       else "多数设置达到了目标" if 2 * len(ok) > len(tgt) else "多数设置没达到目标")
                 lines.append(f"  {' 和 '.join(map(str, TARGET['tokens']))} 个 token 时：{len(tgt)} 个设置里有 {len(ok)} 个 "
                              f"<= {TARGET['limit']:g}x（{met}）；按秩：" + "，".join(
                                  f"r={rk} {_span([r['grouped / FLOP ratio'] for r in tgt if r['rank'] == rk])}"

@@ -36,9 +36,9 @@ def ratio_lines(res: dict) -> list[str]:
          f"全是基座行（开了 LoRA 的引擎）/ 不开 LoRA = {m['base'] / m['no LoRA']:.2f}x"),
         (f"分组算子：混合 adapter / 全是基座行 = {m['mixed, grouped ops'] / m['base, grouped ops']:.2f}x；"
          f"混合 adapter 时，分组算子 / vLLM 的算子 = {m['mixed, grouped ops'] / m['mixed']:.2f}x"),
-        f"花在 LoRA 算子里的时间：用 vLLM 的算子时占混合 adapter 运行的 {100 * share['mixed']:.0f}%，"
-        f"用分组算子时占 {100 * share['mixed, grouped ops']:.0f}%"
-        + (f"（混合 adapter 的 tokens/s 比全是基座行时少 {100 * gap:.0f}%）" if gap > 0 else ""),
+        f"花在 LoRA 算子里的时间：用 vLLM 的算子时占混合 adapter 运行的 {100 * share['mixed']:.0f}%"
+        + (f"（这时混合 adapter 的 tokens/s 比全是基座行时少 {100 * gap:.0f}%）" if gap > 0 else "")
+        + f"，用分组算子时占 {100 * share['mixed, grouped ops']:.0f}%",
         ("每个 adapter 行上，分组算子给出的 token 与 vLLM 的算子全部相同" if same_lora else
          "有 adapter 行上，分组算子给出的 token 与 vLLM 的算子不同")
         + ("；基座行的 token 与不开 LoRA 的引擎全部相同" if same_base else
