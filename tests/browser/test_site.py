@@ -163,7 +163,7 @@ def test_each_lab_page_shows_its_provenance_once_and_its_outputs(site_url, brows
         explorer = page.locator(".cell", has_text="figures.explorer()")
         assert explorer.locator("img").count() >= 1, "Lab 02's explorer lost its static figure"
         assert "需要运行中的内核" in explorer.inner_text() or "没有运行中的内核" in explorer.inner_text()
-        assert "GPU total" in explorer.inner_text(), "Lab 02's explorer lost its static table"
+        assert "显存总量" in explorer.inner_text(), "Lab 02's explorer lost its static table"
     finally:
         page.close()
 
