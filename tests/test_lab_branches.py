@@ -37,7 +37,7 @@ BRANCHES = {
         "true": LIVE, "false": REHEARSED, "evidence": "上跳过这次运行：这个 bug 只在 vLLM 的 CPU LoRA 算子里"},
     ("03", 'if not prof.skips("the rank sweep"):'): TINY_BASE,
     ("03", 'if not prof.skips("the rank sweep figure"):'): TINY_BASE,
-    ("05", 'if prof.hardware == "cpu":'): {"true": LIVE, "false": REHEARSED, "evidence": "agreement: "},
+    ("05", 'if prof.hardware == "cpu":'): {"true": LIVE, "false": REHEARSED, "evidence": "一致程度："},
     ("08", 'if prof.name == "tiny":'): {
         "true": LIVE, "false": REHEARSED, "evidence": "三分钟的目标是给 tiny 配置定的"},
     ("07", 'prof = cu.start("07_scale_out", cpu_only=('): {
