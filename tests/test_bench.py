@@ -138,7 +138,9 @@ def test_cli_refuses_bad_settings_before_any_engine(capsys):
     assert "max_lora_rank=48 不是 vLLM 接受的取值" in capsys.readouterr().err
 
 
-def test_step_profile():
-    tr = SimpleNamespace(step_seconds=[4.186, 0.07, 0.0754, 0.08])
-    assert bench.step_profile(tr) == "第一步 4,186 ms，步时中位数 77.7 ms"
-    assert bench.step_profile(SimpleNamespace(step_seconds=[])) == "没有每一步的计时"
+def test_wall_breakdown_splits_the_first_step_from_the_rest():
+    """Lab 03 sections 3-4: a run's wall time, its first step (the prefill it admitted) against the other steps."""
+    tr = SimpleNamespace(step_seconds=[4.186, 0.07, 0.0754, 0.08], n_steps=4, seconds=4.5)
+    [row] = bench.wall_breakdown({"max_loras=4": tr})
+    assert row == {"设置": "max_loras=4", "引擎步数": 4, "第一步 (ms)": 4186, "其余各步合计 (ms)": 225,
+                   "其余步的中位数 (ms)": 75.4, "墙钟 (s)": 4.5, "第一步占墙钟": "93%"}

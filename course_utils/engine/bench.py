@@ -162,9 +162,3 @@ def wall_breakdown(traces: dict) -> list[dict]:
 BASE_ONLY = "只走基座"
 
 
-def step_profile(trace) -> str:
-    """'第一步 4,186 ms，步时中位数 75.4 ms' (the first step holds the prefill of what it admitted)."""
-    s = trace.step_seconds
-    if not s:
-        return "没有每一步的计时"
-    return f"第一步 {s[0] * 1000:,.0f} ms，步时中位数 {statistics.median(s) * 1000:.1f} ms"
