@@ -124,8 +124,12 @@ def main(argv=None) -> int:
     items, split = load()
     said = verdicts(items)
     result = {}
-    for half in ("tuning", "heldout"):
-        per = score(split[half], items, said)
+    batches = split.get("batches", {"1": split["readers"]})
+    halves = {"tuning": split["tuning"], "heldout": split["heldout"]}
+    for b, readers in batches.items():          # each batch's held-out half on its own as well (README)
+        halves[f"heldout, batch {b} ({'/'.join(readers)})"] = [n for n in split["heldout"] if n.split("/")[0] in readers]
+    for half, names in halves.items():
+        per = score(names, items, said)
         result[half] = {lab: {k: v for k, v in c.items() if k != "misses" or half == "tuning"} for lab, c in per.items()}
         print(f"== {half}: lab  right accepted  wrong rejected")
         for lab, c in per.items():

@@ -11,6 +11,11 @@ never moves between halves; answers added later get a split of their own, record
 answer away (the prompt of readers a, b and c showed 32768 and "32 KiB" as examples of the file's format,
 which is 02.kv_page's answer): all of them go to ``tuning``. Readers d, e and f answered 02.kv_page only, with
 a prompt that showed no value; their answers are split like every other exercise's.
+
+``BATCH_2``: readers g, h and i (2026-12-07, against the labs of 6df96dc), written after the judge had been tuned on
+batch 1's tuning half, by three new sessions in the same three voices. They get a split of their own, with the seed
+``f"{SEED}-2"``, so batch 1's split is unchanged; their held-out half measures the judge as it stood when they were
+added (the commit that added them changed nothing else).
 """
 
 import json
@@ -20,34 +25,42 @@ from pathlib import Path
 HERE = Path(__file__).parent
 SEED = 54
 READERS = ("a", "b", "c", "d", "e", "f")
+BATCH_2 = ("g", "h", "i")
 TUNING_ONLY = {("a", "02.kv_page"), ("b", "02.kv_page"), ("c", "02.kv_page")}
 
 
-def main() -> None:
+def _split(readers, seed, tuning_only=frozenset()) -> tuple[list[str], list[str]]:
+    """(tuning, heldout) names for these readers' answers, half of each exercise's right and wrong ones held out."""
     groups: dict[tuple[str, bool], list[str]] = {}
-    fixed: list[str] = []
-    for reader in READERS:
+    tuning: list[str] = []
+    heldout: list[str] = []
+    for reader in readers:
         data = json.loads((HERE / f"reader_{reader}.json").read_text(encoding="utf-8"))
         for exercise, entry in sorted(data["exercises"].items()):
             for n, answer in enumerate(entry["answers"]):
                 name = f"{reader}/{exercise}/{n}"
-                if (reader, exercise) in TUNING_ONLY:
-                    fixed.append(name)
+                if (reader, exercise) in tuning_only:
+                    tuning.append(name)
                 else:
                     groups.setdefault((exercise, answer["right"]), []).append(name)
-    split = {"seed": SEED, "readers": list(READERS), "tuning_only": [f"{r}/{e}" for r, e in sorted(TUNING_ONLY)],
-             "tuning": list(fixed), "heldout": []}
     for (exercise, right), names in sorted(groups.items()):
         names = sorted(names)
-        random.Random(f"{SEED}:{exercise}:{right}").shuffle(names)
+        random.Random(f"{seed}:{exercise}:{right}").shuffle(names)
         half = len(names) // 2
-        split["heldout"] += names[:half]
-        split["tuning"] += names[half:]
-    split["tuning"].sort()
-    split["heldout"].sort()
+        heldout += names[:half]
+        tuning += names[half:]
+    return tuning, heldout
+
+
+def main() -> None:
+    tuning, heldout = _split(READERS, SEED, TUNING_ONLY)
+    tuning_2, heldout_2 = _split(BATCH_2, f"{SEED}-2")
+    split = {"seed": SEED, "readers": list(READERS + BATCH_2),
+             "tuning_only": [f"{r}/{e}" for r, e in sorted(TUNING_ONLY)],
+             "batches": {"1": list(READERS), "2": list(BATCH_2)},
+             "tuning": sorted(tuning + tuning_2), "heldout": sorted(heldout + heldout_2)}
     (HERE / "split.json").write_text(json.dumps(split, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"tuning {len(split['tuning'])}, held-out {len(split['heldout'])}")
-
 
 if __name__ == "__main__":
     main()
