@@ -62,7 +62,7 @@ _BOUNDS = [
     ("≤", ("至多", "最多", "不超过", "不多于", "不高于", "不大于", "<=", "≤", "at most", "no more than")),
     ("<", ("不到", "少于", "低于", "小于", "<", "under", "less than", "below")),
     (">", ("超过", "多于", "高于", "大于", ">", "more than", "over", "above")),
-    ("≈", ("大约", "大概", "约莫", "约", "差不多", "接近", "将近", "≈", "~", "about", "approximately",
+    ("≈", ("大约", "大概", "约莫", "约", "差不多", "几乎", "接近", "将近", "≈", "~", "about", "approximately",
            "approx.", "approx", "around", "roughly", "ca.")),
 ]
 _BOUND_AFTER = [("≈", ("左右", "上下", "前后", "or so")), ("≥", ("以上", "或更多", "or more")),
@@ -158,7 +158,56 @@ def _the_one_number(text: str, bound: str) -> tuple[str, str]:
     return text[m.start():], bound or said
 
 
-def number(answer) -> Number | None:
+_ENGLISH = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                                        "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split())}
+_ENGLISH_WORD = re.compile(r"(?i)\b(" + "|".join(_ENGLISH) + r")\b")
+# where a remark starts after an answer: a Chinese comma or semicolon, or an ASCII one not inside a number (1,024)
+_REMARK = re.compile(r"\s*(?:[，；;]|,(?!\d{3}))\s*")
+
+
+_ALTERNATIVE = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly)\b|或|还是|可能|也许")
+
+
+def _remark_off(text: str) -> str:
+    """The answer without a remark after it: ``"1 个（两个放不下）"`` -> ``"1 个"``, ``"~0.89 (=32/3584)"`` ->
+    ``"~0.89"``, ``"1个, 两个放不下"`` -> ``"1个"``; a bracket that holds only a unit stays (``"0.89（%）"``).
+    The remark is taken off only when what is left reads as one number with at most a unit or a short word."""
+    lead, bracket, inner = text.partition("(")
+    start = re.search(r"\(|[，；;]|,(?!\d{3})", text)
+    rest = text[start.start():] if start else ""
+    if re.search(r"\d", rest) and _ALTERNATIVE.search(rest):
+        return text                                # "1 (or 2)", "2 个，也可能 3 个": two answers, not one and a remark
+    depth, close = 1, len(inner)                   # the bracket's end, nested brackets included
+    for i, ch in enumerate(inner):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0:
+            close = i
+            break
+    inner, after = inner[:close], inner[close + 1:]
+    if bracket and re.search(r"\d", lead) and not after.strip(" 。.!！"):   # a bracket that ends the answer
+        inner = inner.strip()
+        if inner and _unit(inner) in ("%", "x", *BYTE_UNITS):
+            return f"{lead.strip()} {inner}"
+        if _plain(lead):
+            return lead.strip()
+    m = re.match(r"^\s*([+-]?\d[\d.]*)\s+([\u4e00-\u9fff].*)$", text)   # "3 同时最多3个": a number, a remark in words
+    if m and re.search(r"\d", m[2]) and not _ALTERNATIVE.search(m[2]) and _unit(m[2][:1]) == m[2][:1] \
+            and m[2][:1] not in "个倍字块层":
+        return m[1]
+    parts = _REMARK.split(text, maxsplit=1)        # "3, 4" is two answers, not an answer and its remark
+    if len(parts) == 2 and re.search(r"\d", parts[0]) and "(" not in parts[0] and _plain(parts[0]) \
+            and not re.fullmatch(r"[+-]?[\d.]+\s*\S{0,3}", parts[1].strip()):
+        return parts[0]
+    return text
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` reads as one number with at most a unit or one short word after it."""
+    n = number(text, remarks=False)
+    return n is not None and (n.unit in ("", "%", "x", *BYTE_UNITS) or re.fullmatch(r"[^\d\s=]{1,6}", n.unit) is not None)
+
+
+def number(answer, remarks: bool = True) -> Number | None:
     """The number in ``answer``, its unit and how it is meant; None if it holds no number (a bool is not a number).
 
     A string is read the way people write one: Chinese numerals (``"六十四"``, cn2an), a computation whose result
@@ -174,20 +223,25 @@ def number(answer) -> Number | None:
         except OverflowError:                          # an int beyond any float: a number, just a wrong one
             return Number(math.inf if answer > 0 else -math.inf, "")
     if hasattr(answer, "item") and callable(answer.item) and getattr(answer, "size", 1) == 1:
-        return number(answer.item())                 # a numpy or torch scalar
+        return number(answer.item(), remarks)                 # a numpy or torch scalar
     if not isinstance(answer, str):
         return None
     text = unicodedata.normalize("NFKC", answer).strip().strip("'\"`“”‘’").strip()
     text = _chinese_numerals(text)
+    text = _ENGLISH_WORD.sub(lambda m: str(_ENGLISH[m[1].lower()]), text) if _ENGLISH_WORD.fullmatch(text.strip(" .")) \
+        or re.match(r"(?i)^\s*(?:about\s+|~\s*)?(" + "|".join(_ENGLISH) + r")\b", text) else text
+    text = _remark_off(text) if remarks else text
     # an answer, then its reason ("1，因为两份放不下"): the answer
     lead = re.split(r"\s*[,;，；]?\s*(?:因为|由于|because|since)", text, maxsplit=1)[0]
     if lead != text and re.search(r"\d", lead):
         text = lead.rstrip(" ,;，；")
     # the value after the last "=", "是", "为", colon or "一共": a result, or a value after its name
-    parts = re.split(r"\s*(?:==?|是|为|:|->|→|一共|总共|合计|共|所以|即)\s*", text)
+    parts = re.split(r"\s*(?:==?|(?<![还或要可])是|(?<![因作成认以])为|:|->|→|一共|总共|合计|共|所以|即)\s*", text)
+    said_before, _ = _bound(text)                    # "几乎为 0", "大约是 2": the hedge before the name's verb
     if len(parts) > 1 and re.match(r"^[^\d]{0,12}?[+-]?\.?\d", parts[-1]):
-        text = parts[-1]
+        text = _remark_off(parts[-1]) if remarks else parts[-1]
     bound, text = _bound(text)
+    bound = bound or (said_before if said_before == "≈" else "")
     per = re.search(r"(?:\bper\s+|/\s*|每(?:一|个)?\s*)([A-Za-z]+|[\u4e00-\u9fff])", text)
     per = per[1].lower() if per and not re.match(r"^\s*[\d.]+\s*/\s*[\d.]", text) else ""
     if not (_ARITH.match(text) or _NUMBER.match(text)):

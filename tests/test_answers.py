@@ -32,7 +32,7 @@ def test_numbers_are_read_with_their_unit(text, value, unit):
 
 
 @pytest.mark.parametrize("text", [True, False, None, "abc", "", float("nan"), float("inf"), [1], {"a": 1}, "1/0",
-                                  "one", object()])
+                                  "eins", object()])
 def test_what_is_not_a_number_reads_as_none(text):
     assert number(text) is None
 
@@ -137,3 +137,25 @@ def test_curl_quoting_escapes_and_a_bearer_option():
              "-d {\\\"a\\\":1}")
     assert c.headers["authorization"] == "Bearer $KEY" and c.unexpanded == [] and c.path == "/v1/x"
     assert curl("curl 'http://127.0.0.1:$PORT/v1/x'").unexpanded == ["PORT"]
+
+
+@pytest.mark.parametrize("text,value,unit,bound", [
+    ("1 个（两个要 28.4 GiB，放不下）", 1, "个", ""),             # an answer, then a remark in brackets
+    ("~0.89 (=32/3584)", 0.89, "", "≈"),                         # the remark's own "=" is not the result
+    ("462.0MiB (3 slots × r=32 × Σ(d_in+d_out)=90112 × 28 layers × 2 B)", 462, "MiB", ""),   # nested brackets
+    ("≈0.893（%）", 0.893, "%", "≈"),                             # a bracket holding only the unit
+    ("1个, 两个放不下", 1, "个", ""),                               # a remark after a comma
+    ("3 同时最多3个", 3, "", ""),                                  # a remark in words that repeats the answer
+    ("scaling = 2 (folded into lora_b)", 2, "", ""),
+    ("two", 2, "", ""), ("four", 4, "", ""),                      # English number words
+    ("几乎为 0，基座没见过这个格式", 0, "", "≈"), ("几乎0%", 0, "%", "≈"),
+    ("a block = 2 (K and V) × 16 × 4 × 128 × 2 = 32768", 32768, "", ""),   # a bracket inside a computation stays
+])
+def test_an_answer_is_read_without_the_remark_after_it(text, value, unit, bound):
+    n = number(text)
+    assert (n.value, n.unit, n.bound) == (pytest.approx(value), unit, bound)
+
+
+@pytest.mark.parametrize("text", ["3, 4", "1 (or 2)", "2 (maybe 3)", "2 个, 也可能 3 个", "3 或 4", "3 还是 4", "two or three"])
+def test_two_answers_are_not_one_answer_and_a_remark(text):
+    assert not is_count(number(text))

@@ -6,7 +6,7 @@ import math
 import re
 from pathlib import PurePosixPath
 
-from ..answers import AnswerError, curl, is_count, json_object, kind, number, show, word
+from ..answers import _ALTERNATIVE, AnswerError, curl, is_count, json_object, kind, number, show, word
 from .common import Exercise
 
 
@@ -79,6 +79,8 @@ def _judge_request_body(answer):
     if odd is not None or None in roles:
         return False, f"role {show(odd)} 不是聊天消息的角色：用 \"user\"（也有 \"system\"、\"assistant\"）。"
     content = msgs[-1].get("content")
+    if isinstance(content, list) and content and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+        content = "".join(str(p.get("text", "")) for p in content)   # the OpenAI content-parts form, text only
     if roles[-1] != "user" or not isinstance(content, str) or not content.strip():
         return False, '最后一条消息要是用户的问题，content 是一段文字：{"role": "user", "content": "Where is my order?"}。'
     if not _asks_where_my_order_is(content):
@@ -180,7 +182,12 @@ def _status(value) -> int | None:
     if n is not None and n.unit == "":
         return int(n.value) if math.isfinite(n.value) and n.value == int(n.value) else None
     codes = set(re.findall(r"(?<![\d.])[1-5]\d\d(?![\d.])", value)) if isinstance(value, str) else set()
-    return int(codes.pop()) if len(codes) == 1 else None
+    if len(codes) == 1:
+        return int(codes.pop())
+    lead = re.match(r"^\s*(?:HTTP\s*)?([1-5]\d\d)(?![\d.])(.*)$", value, flags=re.S) if isinstance(value, str) else None
+    if lead and not _ALTERNATIVE.search(lead[2]) and not re.match(r"\s*[/|~-]", lead[2]):
+        return int(lead[1])              # "500 not 400!": the code it leads with, the other a remark
+    return None
 
 
 def _judge_status(answer):

@@ -13,7 +13,7 @@ from .lab04 import LOAD_FIELDS
 NAME = "stamp"                      # the lab's adapter, written to build/lab08/stamp
 KNOBS = {"rank": 8, "steps": 200}   # the lab's knobs (labs/08_your_adapter.ipynb, section 3)
 SERVER_MAX_LORA_RANK = 64           # the lab's server: --max-lora-rank 64 (the shelf's json adapter has rank 64)
-BASE_AT_MOST = 10.0                 # percent: a prediction of the base's score at or below this is right
+BASE_AT_MOST = 5.0                  # percent: a prediction at or below the lab's own bound for the base is right
 
 
 def _judge_base_score(answer):
@@ -25,12 +25,12 @@ def _judge_base_score(answer):
         return False, f"{show(answer)} 不在 0–100% 之间。"
     if within(n, 0, BASE_AT_MOST):         # "<5%" and "接近 0" too: every value they allow is at most 10%
         return True, (f"对（预测不超过 {BASE_AT_MOST:g}% 都算对）：请求里只说了 \"Archive stamp for <日期>\"，没说归档用哪种写法；"
-                      "基座从没见过这种印戳，要整个回答恰好是 DD.MM.YYYY、每一位都对，基本没有可能。下面实测。")
+                      "基座从没见过这种印戳，要整个回答恰好是 DD.MM.YYYY、每一位都对，很难碰巧写对。下面实测（录制用的是 tiny 基座）。")
     if pct >= 50:
         return False, ("基座看到的只有 \"Archive stamp for 2024-03-07\"：格式（日.月.年、用点分隔、补零）请求里一个字都没写，"
                        "它从没见过这个任务，没法知道归档要哪一种写法。")
     return False, (f"{pct:g}% 还是高了：打分要求输出和印戳一字不差（DD.MM.YYYY，补零），"
-                   f"一个没见过这个格式的基座基本上总是说别的。")
+                   f"一个没见过这个格式的基座很难碰巧写出它。")
 
 
 def _judge_load_request(answer):
@@ -65,9 +65,10 @@ def _judge_load_request(answer):
 
 def _judge_harder(answer):
     answer = literal(answer)
-    if isinstance(answer, str):          # "rank=16, steps=400"
-        pairs = re.findall(r"\b(rank|steps)\s*[=:：]\s*([^,，;\s]+)", answer, flags=re.IGNORECASE)
-        answer = {k.lower(): v for k, v in pairs} if len(pairs) == 2 else answer
+    if isinstance(answer, str):          # "rank=16, steps=400", "rank 32, steps 1000", "秩 16，步数 800"
+        pairs = re.findall(r"(rank|steps|秩|步数)\s*[=:：]?\s*(\d[^,，;；\s]*)", answer, flags=re.IGNORECASE)
+        names = {"秩": "rank", "步数": "steps"}
+        answer = {names.get(k, k.lower()): v for k, v in pairs} if len(pairs) == 2 else answer
     if not isinstance(answer, dict):
         return False, f"要的是一个 dict：{{\"rank\": ..., \"steps\": ...}}；这里是{kind(answer)}。"
     keys = {word(k): k for k in answer if isinstance(k, str)}

@@ -16,6 +16,9 @@ a prompt that showed no value; their answers are split like every other exercise
 batch 1's tuning half, by three new sessions in the same three voices. They get a split of their own, with the seed
 ``f"{SEED}-2"``, so batch 1's split is unchanged; their held-out half measures the judge as it stood when they were
 added (the commit that added them changed nothing else).
+
+A label changed after the split says so in the reader's file (``"relabelled"``, why) and keeps the label it was split
+under (``"right_when_split"``), so that the split stays the one made.
 """
 
 import json
@@ -42,7 +45,7 @@ def _split(readers, seed, tuning_only=frozenset()) -> tuple[list[str], list[str]
                 if (reader, exercise) in tuning_only:
                     tuning.append(name)
                 else:
-                    groups.setdefault((exercise, answer["right"]), []).append(name)
+                    groups.setdefault((exercise, answer.get("right_when_split", answer["right"])), []).append(name)
     for (exercise, right), names in sorted(groups.items()):
         names = sorted(names)
         random.Random(f"{seed}:{exercise}:{right}").shuffle(names)
