@@ -37,11 +37,12 @@ from .replay.record import as_recorded, measure, replayable
 from .timing import fmt_seconds, timer
 from .chat import chat_prompt
 from .claims import expect, expect_rows
+from .tables import shown
 from .profiles import Profile, ProfileError, get_profile
 from .replay.session import RecordingError, ReplayMiss
 
 __all__ = ["AdapterError", "AdapterRefused", "CourseError", "adapter_refusal", "as_recorded", "Profile", "ProfileError", "RecordingError", "ReplayMiss", "check_adapter",
-           "chat_prompt", "exercises", "expect", "expect_rows", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "replayable", "server", "start", "timer", "vllm_version"]
+           "chat_prompt", "exercises", "expect", "expect_rows", "fmt_seconds", "get_profile", "measure", "profiles", "read_adapter", "replayable", "server", "shown", "start", "timer", "vllm_version"]
 
 
 def __getattr__(name: str):

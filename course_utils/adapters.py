@@ -208,9 +208,9 @@ def check_same_base(info: AdapterInfo, base_model: Path) -> str:
     here = base_fingerprint(base_model)
     if recorded.get("base_fingerprint") != here:
         raise AdapterError(
-            f"adapter {info.name!r} 是在另一个基座上训练的（trained on another base）：它记录的基座是 "
+            f"adapter {info.name!r} 是在另一个基座上训练的：它记录的基座是 "
             f"{recorded.get('base_model_name')!r}，指纹 {recorded.get('base_fingerprint')}；而你给的基座（目录 "
-            f"{base_model.name!r}，存储方式相同）的指纹是 {here}。形状都对得上（shapes match），所以 vLLM 会不报错地加载它，"
+            f"{base_model.name!r}，存储方式相同）的指纹是 {here}。形状都对得上，所以 vLLM 会不报错地加载它，"
             f"然后答错。请用在这个基座上训练的 adapter，或在这个基座上重新训练。")
     return f"同一个基座: 指纹 {here} 一致"
 

@@ -3,6 +3,8 @@ run a lab live opens a recording instead."""
 
 from __future__ import annotations
 
+import re
+
 from .paths import short_path
 from .profiles import Profile, get_profile
 from .replay import session
@@ -82,4 +84,5 @@ PROVENANCE_LABELS = {"hardware": "硬件", "torch": "torch", "vllm": "vLLM", "da
 def provenance(p: dict, skip=("config",)) -> str:
     """One line saying where a benchmark recording (``data/recordings/cpu/*.json``) comes from: Lab 03 and Lab 07
     show it above the figures they read from such a recording."""
-    return "录制信息：" + "；".join(f"{PROVENANCE_LABELS.get(k, k)} {v}" for k, v in p.items() if k not in skip)
+    said = {k: re.sub(r"(\d+) torch threads", r"torch 用 \1 个线程", str(v)) for k, v in p.items() if k not in skip}
+    return "录制信息：" + "；".join(f"{PROVENANCE_LABELS.get(k, k)} {v}" for k, v in said.items())

@@ -325,7 +325,7 @@ def test_the_sibling_adapter_fits_every_shape_and_is_refused_by_its_fingerprint(
     sibling = TINY_DIR / "foreign" / "sibling-sql"
     info = read_adapter(sibling)
     assert info.rank == read_adapter(TINY.adapter("sql")).rank           # the same recipe, the same shapes
-    with pytest.raises(AdapterError, match="trained on another base.*course-tiny-qwen2-sibling.*shapes match"):
+    with pytest.raises(AdapterError, match="在另一个基座上训练的.*course-tiny-qwen2-sibling.*形状都对得上"):
         check_adapter(sibling, TINY.base_model, max_lora_rank=64)
 
 
@@ -345,7 +345,7 @@ def test_fingerprint_changes_with_any_tensor_and_an_unrecorded_base_is_not_check
     info = check_adapter(adapter, TINY.base_model)
     assert info.base_check.startswith("没查: ") and "base_model_name_or_path" in info.base_check
     write_base_identity(adapter, base, "other")
-    with pytest.raises(AdapterError, match="trained on another base）：它记录的基座是 'other'"):
+    with pytest.raises(AdapterError, match="在另一个基座上训练的：它记录的基座是 'other'"):
         check_adapter(adapter, TINY.base_model)
     with pytest.raises(AdapterError, match="没有可以算指纹的 \\*.safetensors"):
         base_fingerprint(tmp_path / "adapter" / "nothing")

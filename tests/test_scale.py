@@ -211,10 +211,12 @@ def test_the_sweep_verdict_is_said_from_the_numbers():
     rec = {"rows": rows, "replicas": 2, "adapters": 8, "requests": 160}
     assert bench.warm_loads(rec) == {1: {"blind": 100, "hash": 95, "aware": 80}, 4: {"blind": 40, "hash": 12, "aware": 4}}
     lines = bench.verdict(rec)
-    assert lines[0] == "k=1：轮询加载 100 次，按 adapter 路由 80 次，静态哈希 95 次（轮询 / 按 adapter 路由 = 1.2 倍）"
-    assert lines[-1] == "这个比值在 k=4 时最大：这时整个集群的 8 个 adapter 位装得下整个货架的 8 个 adapter"
-    rec["adapters"] = 12
-    assert bench.verdict(rec)[-1].endswith("8 个 adapter 位装不下整个货架的 12 个 adapter")
+    assert lines[0] == "k=1：轮询加载 100 次，按 adapter 路由 80 次，静态哈希 95 次（轮询 / 按 adapter 路由 = 1.2 倍；命中率高出 0.12）"
+    assert lines[2] == "按比值看，k=4 时差得最多；按命中率之差看，也是 k=4"
+    assert lines[3].startswith("k=4 时按 adapter 路由只装载了 4 次，少于从空缓存开始至少要装的 8 次")
+    assert len(lines) == 4                       # k=1's 80 loads are not below the 8 a cold pass needs
+    rec["rows"][-1]["loads"] = 30                # aware at k=4: the gap now widest at k=1, the ratio still at k=4
+    assert bench.verdict(rec)[2] == ("按比值看，k=4 时差得最多；按命中率之差看，是 k=1（0.12，k=4 是 0.06）：两种量法给的答案不同")
 
 
 def test_the_client_retries_a_5xx_after_a_wait_and_keeps_what_a_failed_request_was_told(monkeypatch):

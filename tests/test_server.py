@@ -160,13 +160,13 @@ def test_env_runtime_updating_only_when_asked(monkeypatch):
 
 
 @pytest.mark.parametrize("log,rc,word", [
-    ("OSError: [Errno 98] Address already in use", 1, "port in use"),
-    ("ValueError: LoRA rank 32 is greater than max_lora_rank 16.", 1, "rank too high"),
-    ("torch.OutOfMemoryError: CUDA out of memory.", 1, "out of memory"),
-    ("ValueError: Loading lora sql failed: No adapter found for /nope", 1, "bad adapter path"),
-    ("RuntimeError: The size of tensor a (256) must match the size of tensor b (512)", 1, "another base"),
-    ("", -9, "killed"),
-    ("", None, "timeout"),
+    ("OSError: [Errno 98] Address already in use", 1, "端口被占用"),
+    ("ValueError: LoRA rank 32 is greater than max_lora_rank 16.", 1, "秩太高"),
+    ("torch.OutOfMemoryError: CUDA out of memory.", 1, "内存不够"),
+    ("ValueError: Loading lora sql failed: No adapter found for /nope", 1, "adapter 路径不对"),
+    ("RuntimeError: The size of tensor a (256) must match the size of tensor b (512)", 1, "另一个基座"),
+    ("", -9, "被杀掉了"),
+    ("", None, "超时"),
 ])
 def test_diagnose(log, rc, word):
     assert word in server.diagnose(log, rc)
@@ -237,7 +237,7 @@ def test_failed_start_shows_tail_and_cause_and_leaves_nothing(monkeypatch):
     s = FakeServer(TINY, ready_timeout=20, env={"FAKE_MODE": "rank"})
     with pytest.raises(ServerError) as e:
         s.start()
-    assert "rank too high" in str(e.value) and "greater than max_lora_rank" in e.value.log_tail
+    assert "秩太高" in str(e.value) and "greater than max_lora_rank" in e.value.log_tail
     # the stand-in exited by itself: its child, reparented to init, must not survive it
     _nothing_left(s, before)
 
@@ -377,10 +377,10 @@ def test_live_failed_starts_leave_no_process(tmp_path):
             causes = {key: job.result() for key, job in jobs.items()}
     _no_children_left(before)
     print(causes)
-    assert "port in use" in causes["port"]
-    assert "bad adapter path" in causes["missing"]
-    assert "another base" in causes["foreign"]
-    assert "killed" in causes["killed"]
+    assert "端口被占用" in causes["port"]
+    assert "adapter 路径不对" in causes["missing"]
+    assert "另一个基座" in causes["foreign"]
+    assert "被杀掉了" in causes["killed"]
     assert not list(processes.runtime_dir().glob("*.json")), "pid files are removed"
 
 
@@ -467,7 +467,7 @@ def test_on_a_busy_card_a_taken_port_is_reported_as_the_port(tmp_path, monkeypat
         sock.bind(("127.0.0.1", 0))
         sock.listen(1)
         s = FakeServer(qwen, port=sock.getsockname()[1], label="clash", ready_timeout=20)
-        with pytest.raises(ServerError, match="port in use"):
+        with pytest.raises(ServerError, match="端口被占用"):
             s.start()
     _nothing_left(s, before)
     from course_utils.gpu.free import GpuBusy

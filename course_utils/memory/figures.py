@@ -113,7 +113,7 @@ def draw(layouts: dict[str, Layout], ax=None, title: str = ""):
         ax.axvline(requested, color="black", lw=1, ls="--",
                    label=f"gpu_memory_utilization={util:g} ({requested:.2f} GiB)")
     ax.set_ylim(len(names) - 0.5, -0.8)            # top row first, room above it for the LoRA label
-    ax.set_yticks(range(len(names)), [f"{n}\ndoes not fit (model estimate):\nvLLM would refuse to start"
+    ax.set_yticks(range(len(names)), [f"{n}\nover budget by the memory model\n(an estimate, not run on a 4090)"
                                       if not layouts[n].fits else n for n in names])
     for label, name in zip(ax.get_yticklabels(), names):
         if not layouts[name].fits:

@@ -590,7 +590,7 @@ def plan(model_config, adapters=(), gpu_gb: float = 24, dtype="bfloat16", quant=
         left = (f"剩下 {kv_mem / GiB:.2f} GiB" if kv_mem >= 0
                 else f"超出 {-kv_mem / GiB:.2f} GiB")
         raise MemoryModelError(
-            f"KV 缓存没有位置了（no room for the KV cache）：{total / GiB:.2f} GiB × {gpu_memory_utilization} = "
+            f"KV 缓存没有位置了：{total / GiB:.2f} GiB × {gpu_memory_utilization} = "
             f"{requested / GiB:.2f} GiB 可用；权重 {w.total / GiB:.2f} + LoRA 缓冲区 {lora / GiB:.2f} + 激活峰值 "
             f"{act / GiB:.2f} + 非 torch {nt / GiB:.2f} + CUDA graph {cg / GiB:.2f} GiB 之后{left}，而一条 {context_len} "
             f"token 的序列需要 {need / GiB:.3f} GiB 的 KV 缓存：还差 {short / GiB:.2f} GiB。"

@@ -12,7 +12,7 @@ replica, in front of the LLM replicas. The policy comes from the request's sessi
   (``"tiny:sql"``: base, colon, adapter), what a consistent-hash router in front of plain ``vllm serve``
   processes gives.
 
-One deployment serves all three, so the lab starts the app once (about a minute on 2 CPU cores).
+One deployment serves all three, so the lab starts the app once (Lab 07 prints how long it took; about 90 s on 2 CPU cores when last recorded).
 Ray's experimental ``RoundRobinRouter`` is not adapter-blind (it keeps the multiplex preference), hence
 the blind policy here.
 """

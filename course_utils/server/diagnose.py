@@ -20,21 +20,21 @@ class ServerError(CourseError, RuntimeError):
 
 CAUSES = [
     (re.compile(r"address already in use|errno 98", re.IGNORECASE),
-     "端口被占用（port in use）：另一个进程在监听这个端口；让课程自己挑一个空闲端口（port=None）。"),
+     "端口被占用：另一个进程在监听这个端口；让课程自己挑一个空闲端口（port=None）。"),
     (re.compile(r"greater than max_lora_rank|max_lora_rank", re.IGNORECASE),
-     ("adapter 的秩太高（adapter rank too high）：有个 adapter 的秩超过了 --max-lora-rank；把 --max-lora-rank "
+     ("adapter 的秩太高：有个 adapter 的秩超过了 --max-lora-rank；把 --max-lora-rank "
       "提到不小于那个秩的最小允许值。")),
     (re.compile(r"size of tensor|shape mismatch|must match the size|does not match the base|"
                 r"target_modules.*not.*found|unexpected.*lora", re.IGNORECASE),
-     ("adapter 是为另一个基座做的（adapter made for another base）：它的权重形状对不上这个基座；用在这个基座上"
+     ("adapter 是为另一个基座做的：它的权重形状对不上这个基座；用在这个基座上"
       "训练的 adapter（启动前 course_utils.check_adapter 就能查出来）。")),
     (re.compile(r"out of memory|OutOfMemory|less than desired|Available memory on node|"
                 r"No available memory for the cache blocks|not enough memory", re.IGNORECASE),
-     ("内存不够（out of memory）：调低 --max-model-len、--max-num-seqs、--max-loras/--max-lora-rank 或 "
+     ("内存不够：调低 --max-model-len、--max-num-seqs、--max-loras/--max-lora-rank 或 "
       "gpu_memory_utilization（CPU 上是 VLLM_CPU_KVCACHE_SPACE），或者先腾出设备。")),
     (re.compile(r"No adapter found|adapter_config\.json|does not exist|No such file|not a valid|"
                 r"Loading lora .* failed|cannot find", re.IGNORECASE),
-     ("adapter 路径不对（bad adapter path）：--lora-modules 里有个路径不存在，或不是 peft 的 LoRA 目录"
+     ("adapter 路径不对：--lora-modules 里有个路径不存在，或不是 peft 的 LoRA 目录"
       "（要有 adapter_config.json 和 adapter_model.safetensors）。")),
 ]
 
@@ -45,9 +45,9 @@ def diagnose(log: str, returncode: int | None = None) -> str:
         if pattern.search(log):
             return cause
     if returncode is not None and returncode < 0:
-        return f"被杀掉了（killed）：服务进程在启动时被信号 {signal.Signals(-returncode).name} 结束。"
+        return f"被杀掉了：服务进程在启动时被信号 {signal.Signals(-returncode).name} 结束。"
     if returncode is None:
-        return "超时（timeout）：服务没有按时回应 /health（还在加载？看日志）。"
+        return "超时：服务没有按时回应 /health（还在加载？看日志）。"
     return f"服务以退出码 {returncode} 结束；看上面的日志。"
 
 
