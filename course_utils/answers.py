@@ -86,6 +86,7 @@ def _chinese_numerals(text: str) -> str:
     import cn2an
 
     text = re.sub(r"百分之\s*([\d.]+)", r"\1%", text)
+    text = re.sub(r"两(?=[倍个份张块层步次副条]|\s|$)", "二", text)   # cn2an leaves 两 before a measure word
     if not re.search("[零〇一二两三四五六七八九十百千万亿]", text):
         return text
     with warnings.catch_warnings():

@@ -148,6 +148,7 @@ def test_curl_quoting_escapes_and_a_bearer_option():
     ("3 同时最多3个", 3, "", ""),                                  # a remark in words that repeats the answer
     ("scaling = 2 (folded into lora_b)", 2, "", ""),
     ("two", 2, "", ""), ("four", 4, "", ""),                      # English number words
+    ("两倍", 2, "x", ""), ("两个", 2, "个", ""),                    # 两 before a measure word (cn2an leaves it)
     ("几乎为 0，基座没见过这个格式", 0, "", "≈"), ("几乎0%", 0, "%", "≈"),
     ("a block = 2 (K and V) × 16 × 4 × 128 × 2 = 32768", 32768, "", ""),   # a bracket inside a computation stays
 ])
