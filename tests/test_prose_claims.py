@@ -730,6 +730,7 @@ CHECKED = {
     "07": {
         "它都比哈希装载得少": check_aware_loads_less_than_hash,
         "**轮询**装载得最多": check_round_robin_loads_most,
+        "不看 adapter 的轮询让每个副本见到几乎所有 adapter（按轮流推断）": check_round_robin_loads_most,
         "crc32 恰好把请求最多的两个 adapter 分到了同一个副本": check_hash_put_the_two_hottest_together,
         "于是一个副本接了大部分请求": check_hash_split_uneven,
         "k 越小，每种路由都越常装载": check_smaller_k_more_loads,
@@ -849,6 +850,7 @@ CLAIMS = [
     Claim("03", "据此预估（不是本课的测量）", "estimate"),
     Claim("03", "小秩的 adapter 可能不如全量微调", "cited"),
     Claim("07", "这里不要拿延迟比较路由", "hedge"),
+    Claim("01", "7B 模型上最多读二十来 MB", "estimate"),
     Claim("07", "装载的代价在那里才会显出来（这是预估", "estimate"),
     *(Claim(lab, fragment, "check", check) for lab, checks in CHECKED.items() for fragment, check in checks.items()),
     *(Claim(lab, fragment, "definition") for lab, fragments in DEFINITIONS.items() for fragment in fragments),
