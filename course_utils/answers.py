@@ -214,7 +214,9 @@ def number(answer, remarks: bool = True) -> Number | None:
     A string is read the way people write one: Chinese numerals (``"六十四"``, cn2an), a computation whose result
     follows the last ``=`` (``"2×2=4"``, ``"α/r = 32/16 = 2"``), a value after its name (``"alpha/r = 2"``,
     ``"一个 block 是 32 KiB"``), arithmetic (``"2**15"``, ``"4 × 15.2 GB"``), a hedge (``"约 2000"``,
-    ``"0.9% 左右"``: bound ``"≈"``) or a bound (``"至少 64"``, ``"<5%"``: :func:`exact`, :func:`within`).
+    ``"0.9% 左右"``: bound ``"≈"``) or a bound (``"至少 64"``, ``"<5%"``: :func:`exact`, :func:`within`),
+    English number words (``"four"``), and an answer with a remark after it (``"1 个（两个放不下）"``,
+    :func:`_remark_off`; not when the remark offers a second answer, ``"1 (or 2)"``).
     """
     if isinstance(answer, bool) or answer is None:
         return None
