@@ -4,10 +4,10 @@ One frozen base loaded once with LoRA on, and one `generate` call whose batch
 mixes a row for the SQL adapter with a row for the bare base.
 
 It was written for Llama-3.2-3B-Instruct and jeeejeee/llama32-3b-text2sql-spider,
-the pair vLLM's own docs use. On a GPU instance (about 12 GB is enough):
+the pair vLLM's own docs use. On a GPU instance (an estimated 12 GB is enough; not measured):
 
     bash autodl/setup.sh --profile llama3b
-    COURSE_PROFILE=llama3b .venv/bin/python labs/multi_lora_offline.py
+    COURSE_PROFILE=llama3b .venv-gpu/bin/python labs/multi_lora_offline.py   # .venv-gpu: the GPU environment setup.sh builds
 
 Any other profile runs it with that profile's base and its sql adapter, e.g.
 live on CPU with the course's tiny world:
