@@ -515,6 +515,14 @@ def check_rank1_format_worst_and_loss_falls() -> str | None:
     return "; ".join(problems) or None
 
 
+def check_codebook_rank1_fails_rank4_holds() -> str | None:
+    t = _rank_sweep()
+    if t is None:
+        return "Lab 03's rank-sweep table is missing"
+    code = t["code"]
+    return None if code[1] < 100 and all(v >= 180 for r, v in code.items() if r >= 4) else f"codebook by rank {code}"
+
+
 def check_lora_flops_small() -> str | None:
     from course_utils.engine import flops
 
@@ -703,6 +711,7 @@ CHECKED = {
         "秩 1 装不下，秩 4 起几乎全部记住": check_rank_sweep,
         "一步带 32 行并不比带 2 行贵 16 倍": check_step_cost_far_from_rows,
         "秩 4 起大部分错答案是 job 抄错": check_job_most_wrong_from_rank_4,
+        "这里只看到秩 1 装不下、秩 4 起装得下": check_codebook_rank1_fails_rank4_holds,
     },
     "04": {
         "槽位装不下，vLLM 的报错直接说出两个数": check_rank_refusal_names_both_numbers,
