@@ -214,10 +214,7 @@ def _ratio_and_gap():
     from course_utils.scale import bench
 
     rec = _sweep()
-    loads, n = bench.warm_loads(rec), rec["requests"]
-    ratio = {k: v["blind"] / max(v["aware"], 1) for k, v in loads.items()}
-    gap = {k: (v["blind"] - v["aware"]) / n for k, v in loads.items()}
-    return rec, loads, ratio, gap
+    return (rec, bench.warm_loads(rec), *bench.ratio_and_gap(rec))
 
 
 def check_ratio_widest_when_shelf_fits() -> str | None:

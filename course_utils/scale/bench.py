@@ -32,14 +32,19 @@ def warm_loads(rec: dict) -> dict:
     return out
 
 
+def ratio_and_gap(rec: dict) -> tuple[dict, dict]:
+    """Per k: round robin's warm loads over adapter-aware routing's, and the hit rate aware gains over round robin."""
+    loads, n = warm_loads(rec), rec["requests"]
+    return ({k: v["blind"] / max(v["aware"], 1) for k, v in loads.items()},
+            {k: (v["blind"] - v["aware"]) / n for k, v in loads.items()})
+
+
 def verdict(rec: dict) -> list[str]:
     """What the sweep shows, said from its numbers: round robin's loads against adapter-aware routing's per k, as a
     ratio and as a difference in hit rate (the two can pick different k's), and where adapter-aware routing loaded
     fewer times than a pass from empty caches must (it starts from the cache the hash pass left: Lab 07 §5)."""
     loads = warm_loads(rec)
-    n = rec["requests"]
-    ratio = {k: v["blind"] / max(v["aware"], 1) for k, v in loads.items()}
-    gap = {k: (v["blind"] - v["aware"]) / n for k, v in loads.items()}
+    ratio, gap = ratio_and_gap(rec)
     lines = [f"k={k}：轮询加载 {v['blind']} 次，按 adapter 路由 {v['aware']} 次，静态哈希 {v['hash']} 次"
              f"（轮询 / 按 adapter 路由 = {ratio[k]:.1f} 倍；命中率高出 {gap[k]:.2f}）" for k, v in sorted(loads.items())]
     by_ratio, by_gap = max(ratio, key=ratio.get), max(gap, key=gap.get)
