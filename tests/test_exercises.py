@@ -4,6 +4,8 @@ and leaves a blank answer unjudged without raising; every lab's exercise cells c
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,7 +68,8 @@ def test_a_dict_left_with_blanks_is_not_judged():
 def test_an_answer_no_hint_foresaw_is_wrong_not_a_traceback(monkeypatch):
     def broken(answer):
         raise KeyError("anything")
-    monkeypatch.setitem(ex.EXERCISES, "02.kv_page", ex.Exercise("02.kv_page", "一个数", broken))
+    from course_utils.exercises import lab02
+    monkeypatch.setitem(lab02.JUDGES, "02.kv_page", broken)
     ok, why = ex.judge("02.kv_page", 1)
     assert ok is False and "读不懂" in why and "KeyError" in why
 
@@ -310,3 +313,12 @@ def test_the_config_verdict_says_where_the_other_adapters_wait(cpu, says, never)
     answer = {"max_lora_rank": 64, "max_loras": 3, **({"max_cpu_loras": cpu} if cpu else {})}
     ok, why = ex.judge("03.config", answer)
     assert ok is True and says in why and never not in why, why
+
+
+def test_a_blank_answer_loads_no_judge():
+    """A lab run with blank answers loads the task lines only (issue 51: what a reader's kernel loads)."""
+    code = ("import sys, course_utils as cu\n"
+            "for name in cu.exercises.TASKS: cu.exercises.check(name, ...)\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('course_utils.answers', 'course_utils.exercises.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "['course_utils.exercises.asked']"

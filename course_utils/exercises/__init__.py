@@ -15,24 +15,52 @@ The right answers are computed here from the same models the lessons use (the me
 configs, vLLM's allowed ranks), never typed in; ``tests/exercise_solutions.py`` keeps the reference
 answers, their other spellings and the typical wrong ones apart from the student's view and proves
 each check with them.
+
+What each exercise asks lives in :mod:`.asked`; how its answers are judged in ``labNN.py``, imported the
+first time an answer of that lab is judged (a blank answer needs only the task).
 """
 
 from __future__ import annotations
 
-from ..answers import AnswerError
-from . import lab01, lab02, lab03, lab04, lab05, lab07, lab08
-from .common import TOLERANCE, Exercise
-from .lab02 import kv_page_answer, lora_buffer_answer
-from .lab03 import lora_share_answer, steps_answer
-from .lab04 import CHAT_FIELDS, LAB04_STATUS, LOAD_FIELDS
-from .lab05 import indices_answer, merged_disk_answer
-from .lab07 import replicas_per_4090_answer
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["CHAT_FIELDS", "EXERCISES", "LAB04_STATUS", "LOAD_FIELDS", "TOLERANCE", "Exercise", "check", "indices_answer",
-           "judge", "kv_page_answer", "lora_buffer_answer", "lora_share_answer", "merged_disk_answer",
-           "replicas_per_4090_answer", "steps_answer"]
+from .asked import TASKS, TOLERANCE
 
-EXERCISES = {e.name: e for lab in (lab01, lab02, lab03, lab04, lab05, lab07, lab08) for e in lab.EXERCISES}
+__all__ = ["CHAT_FIELDS", "EXERCISES", "LAB04_STATUS", "LOAD_FIELDS", "TASKS", "TOLERANCE", "Exercise", "check",
+           "indices_answer", "judge", "kv_page_answer", "lora_buffer_answer", "lora_share_answer",
+           "merged_disk_answer", "replicas_per_4090_answer", "steps_answer"]
+
+# Names this package offers from a lab's judges, imported when first used: {name: lab}.
+_FROM_LAB = {"kv_page_answer": "02", "lora_buffer_answer": "02", "steps_answer": "03", "lora_share_answer": "03",
+             "CHAT_FIELDS": "04", "LAB04_STATUS": "04", "LOAD_FIELDS": "04", "indices_answer": "05",
+             "merged_disk_answer": "05", "replicas_per_4090_answer": "07"}
+
+
+@dataclass(frozen=True)
+class Exercise:
+    name: str
+    task: str                                     # what to answer, in one line (shown while blank)
+    judge: Callable[[Any], tuple[bool, str]]      # answer -> (right?, why)
+
+
+def _judges(lab: str):
+    return importlib.import_module(f".lab{lab}", __name__)
+
+
+def exercise(name: str) -> Exercise:
+    """The exercise ``name`` ("03.steps"), with its judge (this imports the lab's judges)."""
+    return Exercise(name, TASKS[name], _judges(name[:2]).JUDGES[name])
+
+
+def __getattr__(attr: str):
+    if attr == "EXERCISES":
+        return {name: exercise(name) for name in TASKS}
+    if attr in _FROM_LAB:
+        return getattr(_judges(_FROM_LAB[attr]), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
 def _blank(answer) -> bool:
@@ -48,16 +76,17 @@ def judge(name: str, answer) -> tuple[bool | None, str]:
 
     Never raises for an answer: one that cannot be read is wrong, with a hint saying what was expected.
     """
-    ex = EXERCISES[name]
+    task = TASKS[name]
     if _blank(answer):
-        gap = " " if ex.task[:1].isascii() else ""
-        return None, f"还没作答：把 ... 换成{gap}{ex.task}，再运行这一格。"
+        gap = " " if task[:1].isascii() else ""
+        return None, f"还没作答：把 ... 换成{gap}{task}，再运行这一格。"
+    from ..answers import AnswerError
     try:
-        return ex.judge(answer)
+        return exercise(name).judge(answer)
     except AnswerError as e:
         return False, str(e)
     except Exception as e:  # noqa: BLE001 -- an answer of a kind no hint foresaw is still only a wrong answer
-        return False, f"这个答案读不懂（{type(e).__name__}）。要的是：{ex.task}。"
+        return False, f"这个答案读不懂（{type(e).__name__}）。要的是：{task}。"
 
 
 def check(name: str, answer) -> bool | None:

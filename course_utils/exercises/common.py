@@ -1,13 +1,10 @@
-"""What the exercises share: the exercise record, the tolerance, reading a whole number or a byte count, and judging
+"""What the judges share: reading a whole number or a byte count, and judging
 a byte count or a choice among a few."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from ..answers import (
     BYTE_UNITS,
@@ -22,16 +19,9 @@ from ..answers import (
     number,
     show,
 )
+from .asked import TOLERANCE
 
 QWEN = "qwen2.5-7b-instruct"
-TOLERANCE = 0.02           # a number within ±2% of the right one is right, unless the exercise says otherwise
-
-
-@dataclass(frozen=True)
-class Exercise:
-    name: str
-    task: str                                     # what to answer, in one line (shown while blank)
-    judge: Callable[[Any], tuple[bool, str]]      # answer -> (right?, why)
 
 
 def whole_number(answer, what: str, asks: str = "") -> int:

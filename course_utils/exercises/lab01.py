@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from ..answers import choice, kind, show
-from .common import Exercise, judge_choice, whole_number
+from .common import judge_choice, whole_number
 
 # The batch of exercise 01.requests: (adapter name or None, user text); Lab 01 registers the adapters
 # as LoRARequest("sql", 1, ...), ("support", 2, ...), ("medical", 3, ...), ("json", 4, ...) in the
@@ -104,8 +104,8 @@ def _judge_steps(answer):
     }, f'{show(answer)} 读不出是哪一个：答 "max_loras=1"、"max_loras=4" 或 "same"（一样多），只选一个。')
 
 
-EXERCISES = [
-    Exercise("01.requests", "一个列表：上面这批的每个 prompt 一项（LoRARequest 或 None）", _judge_requests),
-    Exercise("01.max_loras", "让上面这批在同一步里跑完所需的最小 max_loras（一个整数）", _judge_max_loras),
-    Exercise("01.more_steps", '你的预测："max_loras=1"、"max_loras=4" 或 "same"', _judge_steps),
-]
+JUDGES = {
+    "01.requests": _judge_requests,
+    "01.max_loras": _judge_max_loras,
+    "01.more_steps": _judge_steps,
+}

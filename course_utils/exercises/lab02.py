@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .. import memory
 from ..arch import MAX_LORA_RANKS, smallest_rank_that_fits
-from .common import QWEN, Exercise, judge_byte_count, whole_number
+from .asked import SHELF_02 as SHELF
+from .common import QWEN, judge_byte_count, whole_number
 
 
 def kv_page_answer() -> int:
@@ -61,8 +62,6 @@ def _fused_as_one(want: int) -> float:
     return want * fused / per_slice
 
 
-SHELF = {"sql": 16, "support": 8, "medical": 48}
-
 
 def _judge_rank(answer):
     largest, want = max(SHELF.values()), smallest_rank_that_fits(max(SHELF.values()))
@@ -80,9 +79,8 @@ def _judge_rank(answer):
     return False, f"{got} 不是 vLLM 接受的取值：从 {allowed} 里选能装下秩 {largest} 的最小那个。"
 
 
-EXERCISES = [
-    Exercise("02.kv_page", "Qwen2.5-7B、bf16、一层的一个 16-token KV block 的字节数（±2% 以内算对）", _judge_kv_page),
-    Exercise("02.lora_buffer", "vLLM 为 Qwen2.5-7B 预留的 LoRA 缓冲区字节数（max_loras=3、max_lora_rank=32、bf16，"
-             "adapter 都是秩 16；±2% 以内算对）", _judge_lora_buffer),
-    Exercise("02.max_lora_rank", f"货架 {SHELF} 该用的 max_lora_rank", _judge_rank),
-]
+JUDGES = {
+    "02.kv_page": _judge_kv_page,
+    "02.lora_buffer": _judge_lora_buffer,
+    "02.max_lora_rank": _judge_rank,
+}

@@ -17,7 +17,8 @@ from ..answers import (
     word,
 )
 from ..arch import MAX_LORA_RANKS, smallest_rank_that_fits
-from .common import QWEN, TOLERANCE, Exercise, whole_number
+from .asked import LAB03_IN_FLIGHT, LAB03_SHELF, TOLERANCE
+from .common import QWEN, whole_number
 
 # Lab 03's mixed batch: 4 adapters x 4 requests + 4 base requests, each generating exactly 32 tokens.
 LAB03_ADAPTERS, LAB03_TOKENS = 4, 32
@@ -73,8 +74,6 @@ def _judge_steps_03(answer):
                    "每一波要走多少步。")
 
 
-LAB03_SHELF = {"faq": 8, "sql": 16, "contracts": 32, "triage": 16, "codegen": 64}
-LAB03_IN_FLIGHT = 3   # at most this many different adapters have requests in flight at the same moment
 CONFIG_KEYS = {"maxlorarank": "max_lora_rank", "maxloras": "max_loras", "maxcpuloras": "max_cpu_loras"}
 
 
@@ -172,10 +171,8 @@ def _judge_lora_share(answer):
     return False, "还不对：LoRA 换掉的是一个全量矩阵的更新，它自己只有两块窄矩阵 A 和 B；比的是这两块和那个全量矩阵的参数个数。"
 
 
-EXERCISES = [
-    Exercise("03.steps", "你的预测，一个 dict：{1: max_loras=1 的步数, 2: max_loras=2 的步数}", _judge_steps_03),
-    Exercise("03.config", f'一个 dict {{"max_lora_rank": ..., "max_loras": ...}}：货架 {LAB03_SHELF}，'
-             f"同一时刻最多 {LAB03_IN_FLIGHT} 个 adapter 在跑", _judge_config),
-    Exercise("03.lora_share", "秩 16 的 LoRA 给 Qwen2.5-7B 的 q_proj 多加的 FLOPs，百分之几（一个数；±2% 以内算对）",
-             _judge_lora_share),
-]
+JUDGES = {
+    "03.steps": _judge_steps_03,
+    "03.config": _judge_config,
+    "03.lora_share": _judge_lora_share,
+}

@@ -7,7 +7,7 @@ import re
 from pathlib import PurePosixPath
 
 from ..answers import _ALTERNATIVE, AnswerError, curl, is_count, json_object, kind, number, show, word
-from .common import Exercise
+from .asked import LAB04_CASES
 
 
 def _fields(module: str, cls: str, names: list[str]) -> frozenset:
@@ -168,8 +168,7 @@ def _judge_curl_load(answer):
 # against the recorded exchanges): the key check (401) is an ASGI middleware; an unknown model is
 # 404 (entrypoints/openai/models/serving.py); a name loaded twice is a 400 from the same handler; a rank
 # above --max-lora-rank is raised in the worker and surfaces as 500.
-LAB04_STATUS = {"no API key": 401, "adapter unloaded": 404, "same name loaded again": 400,
-                "rank above --max-lora-rank": 500}
+LAB04_STATUS = dict(zip(LAB04_CASES, (401, 404, 400, 500)))
 LAB04_WHY = {"no API key": "不带 key，服务端在看请求内容之前就回 401 Unauthorized",
              "adapter unloaded": "卸载之后它就不是模型了：和任何不存在的模型名一样，404",
              "same name loaded again": "名字重复是客户端的错，处理函数用 400 说明",
@@ -217,8 +216,8 @@ def _judge_status(answer):
     return False, "；".join(f"{k}：你写的是 {codes[k]}，{LAB04_WHY[k]}" for k in wrong) + "。"
 
 
-EXERCISES = [
-    Exercise("04.request_body", "一个 dict：让 support adapter 回答问题的 /v1/chat/completions 请求体", _judge_request_body),
-    Exercise("04.curl_load", "一条 curl 命令（字符串）：在运行时加载 json adapter", _judge_curl_load),
-    Exercise("04.status", f"你的预测，一个 dict：{'、'.join(LAB04_STATUS)} 这四种情况各自的状态码", _judge_status),
-]
+JUDGES = {
+    "04.request_body": _judge_request_body,
+    "04.curl_load": _judge_curl_load,
+    "04.status": _judge_status,
+}

@@ -7,9 +7,9 @@ import re
 
 from .. import memory
 from ..answers import BYTE_UNITS, AnswerError, close, kind, number, show
-from .common import QWEN, TOLERANCE, Exercise, fmt
+from .asked import LAB05_ADAPTER, MERGED_TOLERANCE, TOLERANCE
+from .common import QWEN, fmt
 
-LAB05_ADAPTER = {"r": 16, "lora_alpha": 32}
 
 
 def _judge_scaling(answer):
@@ -82,9 +82,6 @@ def _judge_indices(answer):
     return False, "还不对：这个索引给批里的每一个 token 标上它要用的 LoRA 槽位，不用 adapter 的 token 另有标记。"
 
 
-MERGED_TOLERANCE = 0.05    # the parameter count rounded (7.6 B) or the checkpoint's extra files: ±5% is right
-
-
 def merged_disk_answer(n: int = 4) -> float:
     """GB on disk for n merged Qwen2.5-7B-Instruct models (bf16): one full checkpoint per adapter."""
     return memory.full_finetunes_vs_adapters(QWEN, n=n, rank=16)["full_copies"] / 1e9
@@ -119,10 +116,8 @@ def _judge_merged_disk(answer):
     return False, f"还不对：合并之后，每个 adapter 都各自变成一份完整的模型权重；题目问的是这些文件一共多大{tol}。"
 
 
-EXERCISES = [
-    Exercise("05.scaling", f"r={LAB05_ADAPTER['r']}、lora_alpha={LAB05_ADAPTER['lora_alpha']} 的 adapter 加载时 "
-             f"vLLM 乘进 B 的系数（一个数）", _judge_scaling),
-    Exercise("05.indices", "上面这个 batch 的每个 token 的槽位下标（一个整数列表）", _judge_indices),
-    Exercise("05.merged_disk", f"四个合并后的 Qwen2.5-7B-Instruct（bf16）一共占多少 GB 磁盘（一个数；"
-             f"±{MERGED_TOLERANCE:.0%} 以内算对）", _judge_merged_disk),
-]
+JUDGES = {
+    "05.scaling": _judge_scaling,
+    "05.indices": _judge_indices,
+    "05.merged_disk": _judge_merged_disk,
+}

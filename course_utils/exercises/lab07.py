@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import memory
 from ..answers import choice, show, word
-from .common import QWEN, Exercise, judge_choice, whole_number
+from .common import QWEN, judge_choice, whole_number
 
 LAB07_CLUSTER = {"replicas": 2, "max_num_adapters_per_replica": 2, "adapters on the shelf": 8}
 # Words that name each policy (compared after :func:`word`): "轮询（blind）" and "blind (round robin)" name one.
@@ -60,9 +60,8 @@ def _judge_replicas_per_4090(answer):
     return False, "还不对：每个副本都要一份完整的 bf16 基座权重；先算一份有多大，再和卡的显存比。"
 
 
-EXERCISES = [
-    Exercise("07.capacity", "上面两个副本同一时刻最多能装着几个不同的 adapter（一个整数）", _judge_capacity),
-    Exercise("07.most_loads", '你的预测：哪种路由装载 adapter 最多，"aware"、"blind" 或 "hash"', _judge_most_loads),
-    Exercise("07.replicas_per_4090", "只看权重，一张 4090 放得下几个 bf16 Qwen2.5-7B 副本（一个整数）",
-             _judge_replicas_per_4090),
-]
+JUDGES = {
+    "07.capacity": _judge_capacity,
+    "07.most_loads": _judge_most_loads,
+    "07.replicas_per_4090": _judge_replicas_per_4090,
+}

@@ -7,7 +7,7 @@ import re
 from pathlib import PurePosixPath
 
 from ..answers import in_percent, json_object, kind, literal, number, show, within, word
-from .common import Exercise, whole_number
+from .common import whole_number
 from .lab04 import LOAD_FIELDS
 
 NAME = "stamp"                      # the lab's adapter, written to build/lab08/stamp
@@ -91,9 +91,8 @@ def _judge_harder(answer):
                   f"{2 * KNOBS['steps']}–{10 * KNOBS['steps']} 之间。这只是一条经验规则：真要知道够不够，训练完在留出集上打分。")
 
 
-EXERCISES = [
-    Exercise("08.base_score", "你的预测：基座在留出集上答对的比例（一个百分数，写 \"12%\" 或 12）", _judge_base_score),
-    Exercise("08.load_request", "一个 dict：POST /v1/load_lora_adapter 的请求体，加载刚训练的 stamp adapter",
-             _judge_load_request),
-    Exercise("08.harder", "一个 dict，两个键：{\"rank\": ..., \"steps\": ...}，按题目里的规则给更难的变体", _judge_harder),
-]
+JUDGES = {
+    "08.base_score": _judge_base_score,
+    "08.load_request": _judge_load_request,
+    "08.harder": _judge_harder,
+}
