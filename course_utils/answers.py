@@ -163,7 +163,8 @@ _ENGLISH = {w: n for n, w in enumerate("zero one two three four five six seven e
                                         "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split())}
 _ENGLISH_WORD = re.compile(r"(?i)\b(" + "|".join(_ENGLISH) + r")\b")
 # where a remark starts after an answer: a Chinese comma or semicolon, or an ASCII one not inside a number (1,024)
-_REMARK = re.compile(r"\s*(?:[，；;]|,(?!\d{3}))\s*")
+_REMARK_START = r"[，；;]|,(?!\d{3})"
+_REMARK = re.compile(rf"\s*(?:{_REMARK_START})\s*")
 
 
 _ALTERNATIVE = re.compile(r"(?i)\b(?:or|maybe|perhaps|possibly)\b|或|还是|可能|也许")
@@ -174,7 +175,7 @@ def _remark_off(text: str) -> str:
     ``"~0.89"``, ``"1个, 两个放不下"`` -> ``"1个"``; a bracket that holds only a unit stays (``"0.89（%）"``).
     The remark is taken off only when what is left reads as one number with at most a unit or a short word."""
     lead, bracket, inner = text.partition("(")
-    start = re.search(r"\(|[，；;]|,(?!\d{3})", text)
+    start = re.search(rf"\(|{_REMARK_START}", text)      # a bracket or where a remark starts
     rest = text[start.start():] if start else ""
     if re.search(r"\d", rest) and _ALTERNATIVE.search(rest):
         return text                                # "1 (or 2)", "2 个，也可能 3 个": two answers, not one and a remark
