@@ -752,7 +752,7 @@ CHECKED = {
     "07": {
         "它都比哈希装载得少": check_aware_loads_less_than_hash,
         "**轮询**装载得最多": check_round_robin_loads_most,
-        "录制那一次里，装载最多的轮询 p95 也最高": check_lab07_latency_against_loads,
+        "录制那一次里，不算第 1 轮，装载最多的轮询 p95 也最高": check_lab07_latency_against_loads,
         "不看 adapter 的轮询让每个副本见到几乎所有 adapter（按轮流推断）": check_round_robin_loads_most,
         "crc32 恰好把请求最多的两个 adapter 分到了同一个副本": check_hash_put_the_two_hottest_together,
         "于是一个副本接了大部分请求": check_hash_split_uneven,
