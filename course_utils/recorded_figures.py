@@ -29,6 +29,7 @@ QWEN = "qwen2.5-7b-instruct"
 # ---------------------------------------------------------------------------
 
 QUOTED_LABS = ("01_offline_multi_lora", "03_rank_and_max_loras", "04_server_lab", "05_source_tour")
+LATER_LABS = ("07_scale_out", "08_your_adapter")   # quoted from the profile's own recording when it has one, else tiny's
 
 
 def recorded_profile(profile: str) -> str:
@@ -40,6 +41,11 @@ def recorded_profile(profile: str) -> str:
     print(f"配置 {profile!r} 还没有 {', '.join(missing)} 的录制（在它的硬件上用 `make record PROFILE={profile}` 录），"
           f"所以下面的数字读自随仓库提供的 tiny 配置的录制。")
     return "tiny"
+
+
+def lab_profile(lab: str, profile: str) -> str:
+    """``profile`` when it has ``lab``'s recording, else tiny (Lab 07 records nothing on a GPU profile)."""
+    return profile if recording_path(profile, lab).is_file() else "tiny"
 
 
 def load(lab: str, profile: str = "tiny") -> dict:
@@ -224,6 +230,57 @@ def lab04_figures(profile: str = "tiny") -> dict:
 
 
 # ---------------------------------------------------------------------------
+# Figures of Lab 07 (routing on a Ray Serve cluster) and Lab 08 (a new adapter)
+# ---------------------------------------------------------------------------
+
+def lab07_figures(rec: dict) -> dict:
+    """Each recorded pass of Lab 07 section 4 (policy, loads, hit rate, requests per replica) and the cluster's
+    shape; ``warm`` holds each policy's pass after the first (aware's is pass 4: pass 1 starts from empty caches)."""
+    up = call_result(rec, "up") or {}
+    passes = []
+    for i, c in enumerate(c for c in rec["calls"] if c["kind"] == "call" and c["args"]["function"] == "run"
+                          and "result" in c):
+        r, replicas = c["result"], c["result"]["replicas"].values()
+        loads = sum(d.get("loads", 0) for d in replicas)
+        passes.append({"policy": r["policy"], "pass": i + 1, "loads": loads, "requests": r["client"]["requests"],
+                       "hit": 1 - loads / r["client"]["requests"],
+                       "split": " / ".join(str(d.get("requests", 0)) for d in replicas)})
+    warm = {p["policy"]: p for p in passes[1:]}
+    return {"passes": passes, "warm": warm, "replicas": up.get("replicas"), "k": up.get("adapters per replica"),
+            "adapters": len(up.get("adapters in the bucket", [])),
+            "most": max(warm, key=lambda name: warm[name]["loads"]) if warm else None,
+            "fewest": min(warm, key=lambda name: warm[name]["loads"]) if warm else None}
+
+
+def lab08_figures(rec: dict) -> dict:
+    """Lab 08's new adapter on the held-out dates (the base alone, then the adapter, in the recorded batches),
+    its knobs and size, and the pre-check's refusal of too small a ``max_lora_rank``."""
+    import re
+
+    from .newadapter import task
+
+    def scored(rows):
+        dates = [re.search(r"\d{4}-\d{2}-\d{2}", r["prompt"])[0] for r in rows]
+        return task.score([r["text"] for r in rows], dates)
+
+    gens = generations(rec)
+    base = next((g for g in gens if not g["engine"].get("enable_lora")), None)
+    mixed = next((g for g in gens if g["engine"].get("enable_lora")), None)
+    knobs = rec["facts"].get("input:KNOBS", {})
+    adapter = rec["facts"].get("adapter stamp", {})
+    refused = next((c["error"]["message"] for c in rec["calls"] if c["kind"] == "call"
+                    and c["args"]["function"] == "precheck" and "error" in c), None)
+    out = {"examples": len(rec["facts"].get("input:EXAMPLES", [])), "rank": knobs.get("rank"),
+           "steps": knobs.get("steps"), "refused": refused,
+           "adapter_mib": sum(t["bytes"] for t in adapter.get("tensors", {}).values()) / 2**20}
+    if base:
+        out["base"] = scored(base["rows"])
+    if mixed:
+        out["adapter"] = scored([r for lo, r in zip(mixed["lora"], mixed["rows"]) if lo and lo[0] == adapter.get("name")])
+    return out
+
+
+# ---------------------------------------------------------------------------
 # Figures from the memory and FLOP models (Qwen2.5-7B-Instruct, RTX 4090)
 # ---------------------------------------------------------------------------
 
@@ -277,13 +334,15 @@ class Question:
 
 def figures(profile: str) -> dict:
     """Every figure the self-test quotes, by source: ``l01``, ``l03``, ``l04``, ``l05`` (the labs' recordings of
-    ``profile``) and ``m`` (the memory and FLOP models). Lab 06's cells hold the questions, as templates over
+    ``profile``), ``l07``, ``l08`` (``profile``'s when it has them, else tiny's: :func:`lab_profile`) and ``m`` (the memory and FLOP models). Lab 06's cells hold the questions, as templates over
     these (``"{m[weights_gib]:.2f} GiB".format(**f)``); a figure a template needs and the recordings lack raises
     RecordingError naming the lab to record again."""
     out = {"l01": lab01_figures(load("01_offline_multi_lora", profile)),
            "l03": lab03_figures(load("03_rank_and_max_loras", profile)),
            "l04": lab04_figures(profile),
            "l05": lab05_figures(load("05_source_tour", profile)),
+           "l07": lab07_figures(load("07_scale_out", lab_profile("07_scale_out", profile))),
+           "l08": lab08_figures(load("08_your_adapter", lab_profile("08_your_adapter", profile))),
            "m": model_figures()}
     missing = {"01_offline_multi_lora": [k for k in ("support_reused_id", "sql_id1", "support_right_id",
                                                       "single_request_adapter", "steps_max_loras_4",
@@ -291,7 +350,9 @@ def figures(profile: str) -> dict:
                "03_rank_and_max_loras": [] if out["l03"].get("e2e") else ["e2e (make bench-lora-e2e)"],
                "04_server_lab": [k for k in ("rank", "twice") if k not in out["l04"]],
                "05_source_tour": [k for k in ("ops_worst", "peft_worst", "tolerance") if out["l05"].get(k) is None]
-                                 + ([] if out["l05"].get("moved") else ["moved"])}
+                                 + ([] if out["l05"].get("moved") else ["moved"]),
+               "07_scale_out": [k for k in ("blind", "hash", "aware") if k not in out["l07"]["warm"]],
+               "08_your_adapter": [k for k in ("base", "adapter", "refused", "rank") if out["l08"].get(k) is None]}
     missing = {lab: keys for lab, keys in missing.items() if keys}
     if missing:
         raise RecordingError("自测要引用的数字在这些录制里找不到：" + "；".join(

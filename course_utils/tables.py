@@ -1,6 +1,6 @@
 """How a lab's tables show a value to a student (issue 55): a yes/no as 是/否, a missing value as —.
 
-Labs 04, 05 and 08 pass a table through :func:`shown` just before displaying it; the table the cell computes
+Labs 01-05 and 08 pass a table through :func:`shown` just before displaying it; the table the cell computes
 with (its assertions, its sums) keeps its booleans.
 """
 

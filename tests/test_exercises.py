@@ -272,7 +272,7 @@ def test_lab06_asks_for_your_answer_before_showing_its_own():
         assert answer_cell.cell_type == "code" and re.match(rf'mine\[{n}\] = """\s*"""', answer_cell.source), (
             f"Q{n}: no blank answer cell between the question and the reference")
         asked.append(n)
-    assert asked == list(range(1, 14))
+    assert asked == list(range(1, 16))
 
 
 def test_every_prediction_is_checked_after_the_cell_that_runs_it():

@@ -272,18 +272,23 @@ def check_gpu_figures_printed() -> str | None:
 
 
 # --- Labs 01-05: comparisons with numbers beside them --------------------------------------------------------
-def _table_rows(lab: str, header: str) -> list[list[str]]:
-    """Rows of the plain-text DataFrame in ``lab``'s outputs whose header line contains ``header``."""
-    text = _outputs(lab)
-    i = text.find(header)
-    if i < 0:
+def _table_rows(lab: str, header: str, index: str = r"\d+", keep_index: bool = False) -> list[list[str]]:
+    """Rows of the plain-text DataFrame in ``lab``'s outputs whose header line contains ``header``: each row's cells
+    after its index label (which matches ``index``; kept first with ``keep_index``). The line naming the index,
+    which pandas prints under the header, is skipped."""
+    lines = _outputs(lab).splitlines()
+    want = " ".join(header.split())          # the columns' spacing follows their widths: compare the words
+    i = next((n for n, line in enumerate(lines) if want in " ".join(line.split())), None)
+    if i is None:
         return []
     rows = []
-    for line in text[i:].splitlines()[1:]:
+    for k, line in enumerate(lines[i + 1:]):
         parts = line.split()
-        if not parts or not parts[0].isdigit():
+        if k == 0 and len(parts) == 1 and not re.fullmatch(index, parts[0]):
+            continue
+        if not parts or not re.fullmatch(index, parts[0]):
             break
-        rows.append(parts[1:])
+        rows.append(parts if keep_index else parts[1:])
     return rows
 
 
@@ -376,7 +381,7 @@ def check_second_lru_reload() -> str | None:
     if len(rows) < 5:
         return "Lab 03's host-cache table is missing"
     name, was_held = rows[4][0], rows[4][1]
-    return None if was_held == "False" and any(r[0] == name for r in rows[:4]) else f"request 5: {rows[4]}"
+    return None if was_held == "否" and any(r[0] == name for r in rows[:4]) else f"request 5: {rows[4]}"
 
 
 def check_largest_wide_adapter_about_20mb() -> str | None:
@@ -523,11 +528,11 @@ def check_codebook_rank1_fails_rank4_holds() -> str | None:
 def check_lab07_latency_against_loads() -> str | None:
     """Lab 07's recorded table, warm passes: round robin (most loads) has the highest p95, and p50 does not rise
     with the loads."""
-    rows = re.findall(r"^[234]\s+(aware|blind|hash)\s+(\d+)\s+\d+\s+[\d.]+\s+\d+ / \d+\s+\d+\s+\d+\s+([\d.]+)\s+([\d.]+)\s*$",
-                      _outputs("07"), re.M)
-    if len(rows) != 3:
+    rows = _table_rows("07", "路由  加载  卸载", keep_index=True)
+    warm = [r for r in rows if r[0] in ("2", "3", "4")]
+    if len(rows) != 4 or len(warm) != 3:
         return f"Lab 07's live table: {rows}"
-    by_loads = sorted((int(n), float(p50), float(p95), pol) for pol, n, p50, p95 in rows)
+    by_loads = sorted((int(r[2]), float(r[-2]), float(r[-1]), r[1]) for r in warm)
     problems = []
     if by_loads[-1][3] != "blind" or by_loads[-1][2] != max(r[2] for r in by_loads):
         problems.append(f"round robin not the most loads with the highest p95: {by_loads}")
@@ -553,11 +558,10 @@ def check_qwen_rank16_share(sentence: str) -> str | None:
 
 def check_lab03_wall_far_below_steps() -> str | None:
     """Lab 03 section 3's breakdown: max_loras=1 takes 4x the steps of max_loras=4, and well under 4x the wall time."""
-    found = re.findall(r"^(max_loras=[14])\s+(\d+)\s+[\d,]+\s+[\d,]+\s+[\d.]+\s+([\d.]+)\s+\d+%\s*$", _outputs("03"), re.M)
-    rows = {k: (int(n), float(w)) for k, n, w in found}
-    if len(rows) != 2:
-        return f"Lab 03's wall-time breakdown: {found}"
-    (s1, w1), (s4, w4) = rows["max_loras=1"], rows["max_loras=4"]
+    rows = {r[0]: r for r in _table_rows("03", "引擎步数  第一步 (ms)", r"max_loras=\d+|只走基座", keep_index=True)}
+    if not {"max_loras=1", "max_loras=4"} <= rows.keys():
+        return f"Lab 03's wall-time breakdown: {rows}"
+    (s1, w1), (s4, w4) = ((int(rows[k][1]), float(rows[k][5])) for k in ("max_loras=1", "max_loras=4"))
     return None if s1 == 4 * s4 and w1 / w4 < 2 else f"steps {s1} vs {s4}, wall {w1} vs {w4} s"
 
 
@@ -685,9 +689,8 @@ def check_job_most_wrong_from_rank_4() -> str | None:
 def check_aware_loads_less_than_hash() -> str | None:
     from course_utils.scale import bench
 
-    # the live table's rows: "3        hash  54 ..." and "4       aware  48 ..." (pass, policy, loads, ...)
-    passes = dict(re.findall(r"^4\s+(aware)\s+(\d+)\s", _outputs("07"), re.M) +
-                  re.findall(r"^\d\s+(hash)\s+(\d+)\s", _outputs("07"), re.M))
+    # the live table's warm passes: pass, policy, loads, ... (pass 4 is aware's)
+    passes = {r[1]: r[2] for r in _table_rows("07", "路由  加载  卸载", keep_index=True) if r[0] in ("3", "4")}
     if set(passes) != {"aware", "hash"}:
         return "Lab 07's outputs lack the live table's warm aware pass and hash pass"
     loads = bench.warm_loads(_sweep())
@@ -761,6 +764,7 @@ CHECKED = {
         "异构 batch 的吞吐只有同一引擎只跑基座行时的": check_e2e_gather_costly_grouped_near_base,
         "换成课程自己写的按 adapter 分组的算子，是": check_e2e_gather_costly_grouped_near_base,
         "实际要付的更多": check_grouped_costs_more_than_its_flops,
+        "轮询装载得最多": check_round_robin_loads_most,
     },
     "08": {
         "步数至少翻到本课默认（200 步）的两倍、但不超过十倍": check_lab08_rule,
@@ -865,6 +869,12 @@ DEFINITIONS = {
         "调度器不让一步里的不同 adapter 超过 max_loras",
         "设成装得下实际最大秩的最小允许值",
         "已安装的 vLLM 里找不到",
+        "货架上的 adapter 比这多，流量偏向少数几个 adapter",   # Q14's question: Lab 07's setting
+        "哪种装载 adapter 最多，为什么？",
+        "哈希装载得少，代价是什么？",
+        "秩大于 max_lora_rank 的 adapter 装不进槽位",                # Q15's answer: what a slot is
+        "超过了 max_lora_rank=",                                  # Q15's answer quotes the pre-check's message
+        "的最小允许值）",
     ],
     "08": [
         "并发不超过 6 个",
@@ -891,6 +901,7 @@ CLAIMS = [
     Claim("01", "GPU 上按 Lab 03 的预估会变长", "estimate"),
     Claim("03", "多 LoRA 服务的吞吐最高 12 倍", "cited"),
     Claim("03", "本课的预估（不是测量，也不是从论文推出的）", "estimate"),
+    Claim("06", "结果取决于请求到达的顺序", "hedge"),
     Claim("03", "的吞吐之比应接近步数之比（同样是预估", "estimate"),
     Claim("03", "小秩的 adapter 可能不如全量微调", "cited"),
     Claim("01", "7B 模型上最多读二十来 MB", "estimate"),

@@ -63,11 +63,15 @@ def test_figures_name_the_labs_whose_recordings_lack_a_quoted_figure(monkeypatch
     monkeypatch.setattr(recorded_figures, "lab04_figures", lambda profile: {"rank": {}, "twice": {}})
     monkeypatch.setattr(recorded_figures, "lab05_figures", lambda rec: {"ops_worst": 1e-6, "peft_worst": 0.0,  # exact: present
                                                                  "tolerance": 1e-4, "moved": []})
+    monkeypatch.setattr(recorded_figures, "lab07_figures", lambda rec: {"warm": {"blind": {}, "hash": {}, "aware": {}}})
+    monkeypatch.setattr(recorded_figures, "lab08_figures", lambda rec: {"base": {}, "adapter": {}, "refused": "x",
+                                                                        "rank": None})
     with pytest.raises(session.RecordingError) as e:
         recorded_figures.figures("fake")
     said = str(e.value)
     assert "01_offline_multi_lora（steps_max_loras_4, steps_default）" in said and "05_source_tour（moved）" in said
     assert "03_rank" not in said and "peft_worst" not in said and "make record PROFILE=fake" in said
+    assert "08_your_adapter（rank）" in said and "07_scale_out" not in said
 
 
 def test_the_self_test_questions_live_in_its_notebook():
@@ -80,7 +84,7 @@ def test_the_self_test_questions_live_in_its_notebook():
     src = Path(recorded_figures.__file__).read_text(encoding="utf-8")
     asks = [c for c in code_cells(Path(__file__).resolve().parents[1] / "labs" / "06_self_test.ipynb")
             if re.search(r"^ask\(\d+, ", c, re.MULTILINE)]
-    assert len(asks) == 13 and "def questions" not in src and "会怎样" not in src
+    assert len(asks) == 15 and "def questions" not in src and "会怎样" not in src
 
 
 def test_a_profile_without_recordings_quotes_the_shipped_tiny_ones(capsys, monkeypatch, tmp_path):
@@ -102,3 +106,34 @@ def test_lab01s_batch_is_the_lab_batch_not_the_pages_two_row_program():
     f = recorded_figures.lab01_figures(recorded_figures.load("01_offline_multi_lora", "tiny"))
     assert f["batch_adapters"] >= 4 and f["batch_base_rows"] >= 1
     assert f["compared"] == f["batch_rows"] and f["same"] == f["compared"]
+
+
+def _run(policy, loads, requests):
+    return {"kind": "call", "args": {"function": "run"},
+            "result": {"policy": policy, "client": {"requests": sum(requests)},
+                       "replicas": {f"replica {i}": {"loads": n, "requests": r}
+                                    for i, (n, r) in enumerate(zip(loads, requests))}}}
+
+
+def test_lab07_figures_leave_out_the_cold_pass():
+    """Pass 1 starts from empty caches: each policy's figures are its later pass (aware's is pass 4)."""
+    rec = {"calls": [{"kind": "call", "args": {"function": "up"},
+                      "result": {"adapters in the bucket": list("abcdefgh"), "replicas": 2, "adapters per replica": 2}},
+                     _run("aware", (30, 40), (50, 50)), _run("blind", (40, 45), (50, 50)),
+                     _run("hash", (20, 5), (80, 20)), _run("aware", (10, 12), (45, 55))]}
+    f = recorded_figures.lab07_figures(rec)
+    assert [p["loads"] for p in f["passes"]] == [70, 85, 25, 22]
+    assert f["warm"]["aware"]["pass"] == 4 and f["warm"]["hash"]["split"] == "80 / 20"
+    assert (f["most"], f["fewest"], f["adapters"], f["k"]) == ("blind", "aware", 8, 2)
+
+
+def test_lab08_figures_score_the_recorded_answers():
+    """The self-test's Lab 08 figures are Lab 08's own scores of its recorded answers (base, then the adapter)."""
+    from course_utils.newadapter import task
+
+    f = recorded_figures.lab08_figures(recorded_figures.load("08_your_adapter", "tiny"))
+    assert f["base"]["n"] == f["adapter"]["n"] == len(task.held_out())
+    assert f["adapter"]["right"] > f["base"]["right"]
+    from course_utils.exercises import lab08
+
+    assert f["rank"] == lab08.KNOBS["rank"] and "max_lora_rank=1" in f["refused"]
