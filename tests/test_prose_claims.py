@@ -525,10 +525,15 @@ def check_codebook_rank1_fails_rank4_holds() -> str | None:
     return None if code[1] < 100 and all(v >= 180 for r, v in code.items() if r >= 4) else f"codebook by rank {code}"
 
 
+def _lab07_passes() -> list[list[str]]:
+    """Lab 07 section 4's live table, one row per pass: pass, policy, loads, unloads, hit rate, ..., p50, p95."""
+    return _table_rows("07", "路由 加载 卸载", keep_index=True)
+
+
 def check_lab07_latency_against_loads() -> str | None:
     """Lab 07's recorded table, warm passes: round robin (most loads) has the highest p95, and p50 does not rise
     with the loads."""
-    rows = _table_rows("07", "路由  加载  卸载", keep_index=True)
+    rows = _lab07_passes()
     warm = [r for r in rows if r[0] in ("2", "3", "4")]
     if len(rows) != 4 or len(warm) != 3:
         return f"Lab 07's live table: {rows}"
@@ -714,7 +719,7 @@ def check_aware_loads_less_than_hash() -> str | None:
     from course_utils.scale import bench
 
     # the live table's warm passes: pass, policy, loads, ... (pass 4 is aware's)
-    passes = {r[1]: r[2] for r in _table_rows("07", "路由  加载  卸载", keep_index=True) if r[0] in ("3", "4")}
+    passes = {r[1]: r[2] for r in _lab07_passes() if r[0] in ("3", "4")}
     if set(passes) != {"aware", "hash"}:
         return "Lab 07's outputs lack the live table's warm aware pass and hash pass"
     loads = bench.warm_loads(_sweep())
