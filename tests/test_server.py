@@ -357,7 +357,7 @@ def test_live_failed_starts_leave_no_process(tmp_path):
         sock.bind(("127.0.0.1", 0))
         sock.listen(1)
         foreign = profiles.TINY / "foreign" / "wide-qwen2-lora"
-        killed = Server(TINY, label="killed", ready_timeout=120)
+        killed = Server(TINY, label="killed", ready_timeout=400)
 
         def killer():
             # until the server has started its helpers (engine, resource tracker)
@@ -365,10 +365,12 @@ def test_live_failed_starts_leave_no_process(tmp_path):
             time.sleep(1)
             os.kill(killed.pid, signal.SIGKILL)   # they are reparented to init: the tag and the group still find them
 
+        # The foreign adapter is refused only once the engine is up (a lone tiny server takes about 60 s here);
+        # four starts side by side on two cores took the foreign one past 120 s in CI (stop 65), so 400.
         servers = {
-            "port": Server(TINY, port=sock.getsockname()[1], label="taken-port", ready_timeout=120),  # a taken port
-            "missing": Server(TINY, [f"ghost={tmp_path / 'no-such-adapter'}"], label="missing", ready_timeout=120),
-            "foreign": Server(TINY, [f"wide={foreign}"], label="foreign", ready_timeout=120),  # another base's
+            "port": Server(TINY, port=sock.getsockname()[1], label="taken-port", ready_timeout=400),  # a taken port
+            "missing": Server(TINY, [f"ghost={tmp_path / 'no-such-adapter'}"], label="missing", ready_timeout=400),
+            "foreign": Server(TINY, [f"wide={foreign}"], label="foreign", ready_timeout=400),  # another base's
             "killed": killed,                     # killed during start (by someone else: here, by this test)
         }
         threading.Thread(target=killer, daemon=True).start()
