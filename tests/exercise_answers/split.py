@@ -29,6 +29,9 @@ HERE = Path(__file__).parent
 SEED = 54
 READERS = ("a", "b", "c", "d", "e", "f")
 BATCH_2 = ("g", "h", "i")
+# BATCH_3: readers j, k and l (2026-12-07), Lab 05's 练习 2 only (the function lora_linear the student writes), written
+# before its judge existed, from the lab's skeleton and docstring; split with the seed f"{SEED}-3".
+BATCH_3 = ("j", "k", "l")
 TUNING_ONLY = {("a", "02.kv_page"), ("b", "02.kv_page"), ("c", "02.kv_page")}
 
 
@@ -58,10 +61,11 @@ def _split(readers, seed, tuning_only=frozenset()) -> tuple[list[str], list[str]
 def main() -> None:
     tuning, heldout = _split(READERS, SEED, TUNING_ONLY)
     tuning_2, heldout_2 = _split(BATCH_2, f"{SEED}-2")
-    split = {"seed": SEED, "readers": list(READERS + BATCH_2),
+    tuning_3, heldout_3 = _split(BATCH_3, f"{SEED}-3")
+    split = {"seed": SEED, "readers": list(READERS + BATCH_2 + BATCH_3),
              "tuning_only": [f"{r}/{e}" for r, e in sorted(TUNING_ONLY)],
-             "batches": {"1": list(READERS), "2": list(BATCH_2)},
-             "tuning": sorted(tuning + tuning_2), "heldout": sorted(heldout + heldout_2)}
+             "batches": {"1": list(READERS), "2": list(BATCH_2), "3": list(BATCH_3)},
+             "tuning": sorted(tuning + tuning_2 + tuning_3), "heldout": sorted(heldout + heldout_2 + heldout_3)}
     (HERE / "split.json").write_text(json.dumps(split, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"tuning {len(split['tuning'])}, held-out {len(split['heldout'])}")
 
