@@ -67,7 +67,7 @@ SLIM = $(1)/bin/pip uninstall -y -q rfc3987-syntax
 # $(call new_venv,DIR,EXTRAS[,PIP OPTIONS]): a venv with the course installed editable with those extras, slimmed.
 new_venv = $(PYTHON) -m venv $(1) && $(1)/bin/pip install -q --upgrade pip && $(1)/bin/pip install $(3) -e '.[$(2)]' \
   && $(call SLIM,$(1))
-# $(call add_extras,EXTRAS): more extras into the read-mode venv (instructor, site, browser), slimmed again.
+# $(call add_extras,EXTRAS): more extras into the read-mode venv (site, browser), slimmed again.
 add_extras = $(READ_VENV)/bin/pip install -q -e '.[$(1)]' && $(call SLIM,$(READ_VENV))
 
 $(VENV)/.installed: pyproject.toml
@@ -149,7 +149,8 @@ test:  ## everything CI runs; writes the time of each part into TIMINGS.md
 test-engines:  ## the suites that start vLLM, one after another: test-live, test-rehearsal
 	@$(MAKE) --no-print-directory -j1 test-live test-rehearsal
 
-# They share the read-mode venv, which test-site and test-nbgrader extend.
+# Read mode: test-replay and test-site in the read-mode venv (test-site extends it); test-exercises and test-nbgrader
+# in the live venv (a student's function may use torch; see exercise-score below).
 test-read:  ## the read-mode suites one after another: test-replay, test-exercises, test-site, test-nbgrader
 	@$(MAKE) --no-print-directory -j1 test-replay test-exercises test-site test-nbgrader
 
@@ -230,7 +231,7 @@ COVERAGE_DIR := build/coverage
 COVERAGE_ENV = COVERAGE_PROCESS_START=$(CURDIR)/pyproject.toml COURSE_COVERAGE_DIR=$(CURDIR)/$(COVERAGE_DIR) \
   COURSE_REPO_DIR=$(CURDIR) IPYTHONDIR=$(CURDIR)/$(COVERAGE_DIR)/ipython
 PTH = $$($$v/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/course-coverage.pth
-coverage-gpu: setup $(READ_VENV)/.instructor  ## every line of the course's code the suites run, against the allowlist
+coverage-gpu: setup $(VENV)/.instructor  ## every line of the course's code the suites run, against the allowlist
 	@rm -rf $(COVERAGE_DIR) && mkdir -p $(COVERAGE_DIR)/ipython/profile_default/startup
 	@cp tests/coverage_kernel_startup.py $(COVERAGE_DIR)/ipython/profile_default/startup/00-coverage.py
 	@for v in $(VENV) $(READ_VENV); do echo "import coverage; coverage.process_startup()" > "$(PTH)"; done
@@ -259,24 +260,29 @@ gpu-check: $(GPU_VENV)/.installed  ## on the GPU box: the review's first GPU che
 gpu-check-cpu: $(VENV)/.installed  ## make gpu-check's CPU part on the tiny world (report in build/gpu-check-cpu/report.md)
 	$(VENV)/bin/python -m autodl.gpu_check --out build/gpu-check-cpu/report.md $(GPU_CHECK_OPTS)
 
-# Instructors grade the exercises with nbgrader (the `instructor` extra, installed into the read-mode venv).
-$(READ_VENV)/.instructor: $(READ_VENV)/.installed pyproject.toml
-	$(call add_extras,dev$(comma)instructor)
+# Instructors grade the exercises with nbgrader (the `instructor` extra), in the live CPU venv: the labs run in read mode
+# there too, and Lab 05's 练习 2 is a function a student may write with torch, which .venv-read does not have. Only the
+# instructor extra is installed (naming cpu again would bring back the torchvision builds removed above).
+$(VENV)/.instructor: $(VENV)/.installed pyproject.toml
+	$(VENV)/bin/pip install -q -e '.[instructor]' && $(call SLIM,$(VENV))
 	touch $@
 
-test-nbgrader: $(READ_VENV)/.instructor  ## nbgrader releases every lab with exercises and autogrades references, blanks, wrong answers
-	$(call timed,$(READ_VENV)/bin/python -m pytest tests/grading -q -s)
+test-nbgrader: $(VENV)/.instructor  ## nbgrader releases every lab with exercises and autogrades references, blanks, wrong answers
+	$(call timed,$(VENV)/bin/python -m pytest tests/grading -q -s)
 
-exercise-score: $(READ_VENV)/.installed  ## the judges as a classifier: the readers' answers (tests/exercise_answers) per lab and half (issue 54; about 1 min)
-	$(READ_VENV)/bin/python -m course_tools.exercise_score
+# The labs run in read mode, in the live venv: Lab 05's 练习 2 is a function the student writes, judged on torch
+# tensors where torch is installed (as a live student's); .venv-read has no torch, and there a function that imports
+# it gets "读模式没有 torch" instead of a verdict (tests/test_exercises.py checks the numpy path).
+exercise-score: $(VENV)/.installed  ## the judges as a classifier: the readers' answers (tests/exercise_answers) per lab and half (issue 54; about 1 min)
+	$(VENV)/bin/python -m course_tools.exercise_score
 
 # Gates on the tuning half only; the held-out half's figures are printed, never gated (issue 54).
-test-exercises: $(READ_VENV)/.installed  ## exercise-score, failing on any tuning-half miss
-	$(call timed,$(READ_VENV)/bin/python -m course_tools.exercise_score --gate)
+test-exercises: $(VENV)/.installed  ## exercise-score, failing on any tuning-half miss
+	$(call timed,$(VENV)/bin/python -m course_tools.exercise_score --gate)
 
-nbgrader-course: $(READ_VENV)/.instructor  ## an nbgrader course folder in build/nbgrader (source = labs + reference answers)
-	$(READ_VENV)/bin/python -m course_tools.grading course build/nbgrader $(LABS)
-	@echo "then: cd build/nbgrader && PATH=$(CURDIR)/$(READ_VENV)/bin:\$$PATH COURSE_MODE=replay nbgrader generate_assignment lab02"
+nbgrader-course: $(VENV)/.instructor  ## an nbgrader course folder in build/nbgrader (source = labs + reference answers)
+	$(VENV)/bin/python -m course_tools.grading course build/nbgrader $(LABS)
+	@echo "then: cd build/nbgrader && PATH=$(CURDIR)/$(VENV)/bin:\$$PATH COURSE_MODE=replay nbgrader generate_assignment lab02"
 
 # Chromium comes from the system (Debian: apt install chromium); Playwright's Python package drives it.
 CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser)

@@ -1,10 +1,13 @@
 """The exercise judges measured as a classifier (issue 54): on the readers' answers in ``tests/exercise_answers``.
 
-    .venv-read/bin/python -m course_tools.exercise_score            # counts per lab; the tuning half's misses
-    .venv-read/bin/python -m course_tools.exercise_score --json F   # ... and the counts as JSON
+    .venv/bin/python -m course_tools.exercise_score            # counts per lab; the tuning half's misses
+    .venv/bin/python -m course_tools.exercise_score --json F   # ... and the counts as JSON
 
-An answer's ``source`` is what the reader typed after ``answer =``. Each lab runs in read mode in its own kernel
-(the Python that runs this module: ``.venv-read``); right after each exercise's check cell, one more cell evaluates
+An answer's ``source`` is what the reader typed after ``answer =``, or, for a function the student writes (Lab 05's
+``lora_linear``), the whole cell: it is run in the lab's namespace and the function it defines is judged.
+Each lab runs in read mode in its own kernel
+(the Python that runs this module: ``.venv``, where torch is installed, so that Lab 05's function is judged on
+torch tensors as a live student's is); right after each exercise's check cell, one more cell evaluates
 every reader's answer to that exercise in the lab's namespace (readers write ``[sql, None, ...]`` with the lab's
 ``sql``) and hands it to :func:`course_utils.exercises.judge`. An answer that raises counts as not accepted.
 A right answer counts when the judge accepts it, a wrong one when the judge rejects it. The held-out half is printed as counts only: the judge is tuned on the
@@ -43,11 +46,18 @@ def load() -> tuple[dict[str, dict], dict]:
 MARK = "@@exercise-verdicts@@"
 JUDGE_CELL = """
 import json as _j
+from course_tools.grading import is_def as _is_def
 from course_utils.exercises import judge as _judge
 _said = {{}}
 for _name, _src in _j.loads({answers!r}).items():
     try:
-        _said[_name] = _judge({exercise!r}, eval(compile(_src, "<answer>", "eval")))[0]
+        if _is_def(_src):    # a function the student writes (Lab 05's lora_linear): run its cell, take the function
+            _ns = dict(globals())
+            exec(compile(_src, "<answer>", "exec"), _ns)
+            _answer = _ns[{var!r}]
+        else:
+            _answer = eval(compile(_src, "<answer>", "eval"))
+        _said[_name] = _judge({exercise!r}, _answer)[0]
     except Exception as _e:  # the student's cell would raise: not accepted
         _said[_name] = type(_e).__name__
 print({mark!r} + _j.dumps(_said))
@@ -69,10 +79,12 @@ def verdicts(items: dict) -> dict[str, object]:
             cells = []
             for cell in nb.cells:
                 cells.append(cell)
-                m = re.search(r'exercises\.check\("([0-9]{2}\.[a-z_0-9]+)"', cell.source) if cell.cell_type == "code" else None
+                m = re.search(r'exercises\.check\("([0-9]{2}\.[a-z_0-9]+)",\s*(\w+)', cell.source) \
+                    if cell.cell_type == "code" else None
                 if m and m.group(1) in by_exercise:
                     cells.append(nbformat.v4.new_code_cell(JUDGE_CELL.format(
-                        answers=json.dumps(by_exercise[m.group(1)], ensure_ascii=False), exercise=m.group(1), mark=MARK)))
+                        answers=json.dumps(by_exercise[m.group(1)], ensure_ascii=False), exercise=m.group(1),
+                        var=m.group(2), mark=MARK)))
             if len(cells) == len(nb.cells):
                 continue
             nb.cells = cells

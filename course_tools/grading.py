@@ -34,7 +34,9 @@ from nbformat import NotebookNode
 from course_tools.notebooks import read, write
 
 CHECK = re.compile(r'exercises\.check\("(?P<name>[^"]+)",\s*(?P<var>\w+)\)')
-BLANK = re.compile(r"^(?P<var>\w+)\s*=\s*(\.\.\.|\{)", re.MULTILINE)
+# A blank is `answer = ...` (or a dict of `...`), or a function the student writes: `def lora_linear(...):` with only
+# its docstring (Lab 05's 练习 2). A function's reference and answers are whole `def` sources (see :func:`is_def`).
+BLANK = re.compile(r"^(?:(?P<var>\w+)\s*=\s*(\.\.\.|\{)|def (?P<fn>\w+)\()", re.MULTILINE)
 SCHEMA = 3
 
 
@@ -56,7 +58,7 @@ def exercises(nb: NotebookNode) -> list[dict]:
         if not m:
             raise ValueError(f"cell {i} is tagged exercise-check but does not call cu.exercises.check(name, var)")
         blank = [j for j, e in enumerate(cells[:i]) if "exercise" in _tags(e)
-                 and any(b.group("var") == m["var"] for b in BLANK.finditer(e.source))]
+                 and any((b.group("var") or b.group("fn")) == m["var"] for b in BLANK.finditer(e.source))]
         if not blank:
             raise ValueError(f"cell {i} checks {m['var']!r}, but no earlier cell tagged exercise assigns it")
         out.append({"name": m["name"], "var": m["var"], "exercise": blank[-1], "check": i})
@@ -89,6 +91,20 @@ def hidden_test(name: str, var: str) -> str:
             f"assert ok is True, f\"{name}: {{why}}\"")
 
 
+def is_def(source: str) -> bool:
+    """Whether an answer's source is a whole function definition (the answer to a function the student writes)."""
+    return source.lstrip().startswith(("def ", "import ", "from "))
+
+
+def _solution(var: str, source: str) -> str:
+    """The solution region for ``var``: ``var = <source>``, or a function's body (its ``def`` line dropped), indented."""
+    if not is_def(source):
+        return f"### BEGIN SOLUTION\n{var} = {source}\n### END SOLUTION"
+    lines = source.strip("\n").splitlines()
+    body = lines[next(i for i, line in enumerate(lines) if line.startswith(f"def {var}(")) + 1:]
+    return "\n".join(["    ### BEGIN SOLUTION", *body, "    ### END SOLUTION"])
+
+
 def source_version(nb: NotebookNode, reference: dict[str, str]) -> NotebookNode:
     """nbgrader's source notebook: reference answers as solutions, the judge as hidden tests.
 
@@ -99,7 +115,7 @@ def source_version(nb: NotebookNode, reference: dict[str, str]) -> NotebookNode:
         if ex["name"] not in reference:
             raise KeyError(f"no reference answer for exercise {ex['name']!r}")
         blank, check = nb.cells[ex["exercise"]], nb.cells[ex["check"]]
-        blank.source += f"\n### BEGIN SOLUTION\n{ex['var']} = {reference[ex['name']]}\n### END SOLUTION"
+        blank.source = f"{blank.source.rstrip()}\n{_solution(ex['var'], reference[ex['name']])}"
         check.source += f"\n### BEGIN HIDDEN TESTS\n{hidden_test(ex['name'], ex['var'])}\n### END HIDDEN TESTS"
     for c in nb.cells:
         if c.cell_type == "code":
@@ -113,7 +129,9 @@ def answered(nb: NotebookNode, answers: dict[str, str]) -> NotebookNode:
     for ex in exercises(nb):
         if ex["name"] in answers:
             cell = nb.cells[ex["exercise"]]
-            cell.source = f"{cell.source.rstrip()}\n{ex['var']} = {answers[ex['name']]}"
+            answer = answers[ex["name"]]
+            typed = answer if is_def(answer) else f"{ex['var']} = {answer}"
+            cell.source = f"{cell.source.rstrip()}\n{typed}"
     return nb
 
 

@@ -26,6 +26,84 @@ KEY = '-H "Authorization: Bearer $VLLM_API_KEY"'
 JSON_BODY = """'{"lora_name": "json", "lora_path": "data/tiny/adapters/json"}'"""
 ASK = [{"role": "user", "content": "Where is my order?"}]
 
+# Lab 05's 练习 2: the student writes a function. Its reference, other right ones and typical wrong ones are whole `def`
+# sources (course_tools.grading.is_def): nbgrader puts the reference's body into the lab's skeleton, and a submission's
+# cell gets the whole definition. The reference uses only what numpy arrays and torch tensors share (read mode
+# checks it on numpy arrays).
+LORA_LINEAR = """\
+def lora_linear(x, W, bias, A, B, scaling, idx):
+    y = x @ W.T                                   # the shared base GEMM, once for the whole batch
+    if bias is not None:
+        y = y + bias
+    for a in sorted(set(idx.tolist())):           # one group per adapter slot in this batch
+        if a < 0:                                 # -1: these rows use no adapter
+            continue
+        rows = idx == a
+        v = (x[rows] @ A[a].T) * scaling[a]       # shrink: (rows, r_max), scaled by alpha/r
+        y[rows] = y[rows] + v @ B[a].T            # expand: added back to the base output
+    return y
+"""
+
+
+def defined(source: str, name: str = "lora_linear"):
+    """The function a `def` source defines (run in a fresh namespace)."""
+    ns: dict = {}
+    exec(compile(source, "<answer>", "exec"), ns)
+    return ns[name]
+
+
+def answer_value(source: str, ns: dict):
+    """What an answer's source gives in a lab's namespace: an expression's value, or the function a `def` defines."""
+    if source.lstrip().startswith(("def ", "import ", "from ")):
+        scope = dict(ns)
+        exec(compile(source, "<answer>", "exec"), scope)
+        return scope["lora_linear"]
+    return eval(source, ns)
+
+
+# Other right ways to write it: a row loop, a loop over every slot, and (torch only: tests/test_exercises.py) the whole
+# batch gathered at once with the base rows masked.
+LORA_LINEAR_LOOP = """\
+def lora_linear(x, W, bias, A, B, scaling, idx):
+    y = x @ W.T
+    if bias is not None:
+        y = y + bias
+    for i, a in enumerate(idx.tolist()):
+        if a >= 0:
+            y[i] = y[i] + (B[a] @ (A[a] @ x[i])) * scaling[a]
+    return y
+"""
+LORA_LINEAR_SLOTS = """\
+def lora_linear(x, W, bias, A, B, scaling, idx):
+    y = x @ W.T + (0 if bias is None else bias)
+    for a in range(len(A)):
+        rows = idx == a
+        if rows.any():
+            y[rows] += (x[rows] @ A[a].T) @ B[a].T * scaling[a]
+    return y
+"""
+LORA_LINEAR_GATHER = """\
+import torch
+
+def lora_linear(x, W, bias, A, B, scaling, idx):
+    y = torch.nn.functional.linear(x, W, bias)
+    use = idx >= 0
+    slot = idx.clamp(min=0)
+    v = torch.einsum("tk,trk->tr", x, A[slot]) * scaling[slot][:, None]
+    return y + torch.einsum("tr,tdr->td", v, B[slot]) * use[:, None]
+"""
+# Typical mistakes, each as a change of the reference, with (a fragment of) the reason the check must give.
+LORA_LINEAR_WRONG = [
+    (LORA_LINEAR.replace("v = (x[rows] @ A[a].T) * scaling[a]", "v = x[rows] @ A[a].T"), "没有乘 α/r"),
+    (LORA_LINEAR.replace("rows = idx == a", "rows = idx == a\n        a = a + 1"), "槽位下标错了"),
+    (LORA_LINEAR.replace("        if a < 0:                                 # -1: these rows use no adapter\n"
+                         "            continue\n", ""), "最后一个槽位的增量"),
+    (LORA_LINEAR.replace("    if bias is not None:\n        y = y + bias\n", ""), "漏了偏置"),
+    (LORA_LINEAR.replace("return y", "return y.T"), "像是转置了"),
+    (LORA_LINEAR.replace("        y[rows] = y[rows] + v @ B[a].T", "        pass"), "只算了基座"),
+    (LORA_LINEAR.replace("return y", "return None if len(y) < 5 else y"), "返回了 None"),
+]
+
 REFERENCE = {
     "01.requests": [sql, None, jsonfmt, sql],
     "01.max_loras": 2,
@@ -44,6 +122,7 @@ REFERENCE = {
     "04.status": {"no API key": 401, "adapter unloaded": 404, "same name loaded again": 400,
                   "rank above --max-lora-rank": 500},
     "05.scaling": 2.0,
+    "05.lora_linear": defined(LORA_LINEAR),
     "05.indices": [0, 0, 0, -1, -1, 1, 0, 0],
     "05.merged_disk": 61,
     "08.base_score": "0%",
@@ -94,6 +173,7 @@ SPELLINGS = {
                   {"No API Key": 401, "Adapter Unloaded": 404, "same-name loaded again": 400,
                    "rank above max_lora_rank": 500}],
     "05.scaling": [2, "2", "2.0", "32/16", "2x", "×2"],
+    "05.lora_linear": [defined(LORA_LINEAR_LOOP), defined(LORA_LINEAR_SLOTS)],
     "05.indices": [(0, 0, 0, -1, -1, 1, 0, 0), "0 0 0 -1 -1 1 0 0", "[0, 0, 0, -1, -1, 1, 0, 0]",
                    np.array([0, 0, 0, -1, -1, 1, 0, 0]), "[0，0，0，-1，-1，1，0，0]", "tensor([0, 0, 0, -1, -1, 1, 0, 0])"],
     "05.merged_disk": [60.9, "61 GB", "60.9GB", "56.7 GiB", "60,900 MB", "≈60", "0.061 TB", 60924932096, "6.09e10"],
@@ -126,6 +206,7 @@ OTHER_SPELLINGS_SOURCE = {
     "04.curl_load": repr(SPELLINGS["04.curl_load"][2]),
     "04.status": repr(SPELLINGS["04.status"][0]),
     "05.scaling": '"32/16"',
+    "05.lora_linear": LORA_LINEAR_LOOP,
     "05.indices": '"0 0 0 -1 -1 1 0 0"',
     "05.merged_disk": '"56.7 GiB"',
     "07.capacity": '"4 个"',
@@ -140,7 +221,9 @@ OTHER_SPELLINGS_SOURCE = {
 # evaluated in the lab's own namespace (Lab 01's cell 3 registers sql, support, medical and jsonfmt).
 REFERENCE_SOURCE = {name: repr(value) for name, value in REFERENCE.items()}
 REFERENCE_SOURCE["01.requests"] = "[sql, None, jsonfmt, sql]"
-WRONG_SOURCE = {"01.requests": "sql"}   # the first wrong answer of each exercise, as source (repr otherwise)
+REFERENCE_SOURCE["05.lora_linear"] = LORA_LINEAR
+# the first wrong answer of each exercise, as source (repr otherwise)
+WRONG_SOURCE = {"01.requests": "sql", "05.lora_linear": LORA_LINEAR_WRONG[0][0]}
 
 # Typical wrong answers, each with (a fragment of) the reason the check must give.
 WRONG = {
@@ -260,6 +343,7 @@ WRONG = {
                   ({**REFERENCE["04.status"], "rank above --max-lora-rank": 422}, "你写的是 422")],
     "05.scaling": [(1.0, "层里传的"), (0.5, "r / alpha"), (32, "两个数中的一个"), ("2 GB", "要的是一个数"),
                    (3, "缩放系数")],
+    "05.lora_linear": [(defined(src), why) for src, why in LORA_LINEAR_WRONG],
     "05.indices": [([0, -1, 1, 0], "每行一项"), ([1, 1, 1, -1, -1, 4, 1, 1], "LoRA id"),
                    ([0, 0, 0, 0, 0, 1, 0, 0], "槽位 0 是 sql"), ([0, 0, 0, -1, 1, 0], "6 项对 8 个 token"),
                    ([0, 0, 0, -1, -1, 1, 0, 0.5], "不是整数"), ("zero zero", "读不出整数列表"),

@@ -186,3 +186,34 @@ def test_peft_check_and_merge_free_the_base_they_loaded(tmp_path, host_loads):
     assert raised.traceback and failed_save.traceback
     assert returned == [True] and after_raise == [True, True], "a base lora_check loaded is still in memory"
     assert after_merges == [True, True, True, True], "a base merge_adapter loaded is still in memory"
+
+
+def blank_lora_linear(x, W, bias, A, B, scaling, idx):
+    """The committed lab's 练习 2: only the docstring, so it returns None."""
+
+
+@pytest.mark.slow
+def test_vllm_ops_agree_with_the_loop_and_a_written_function_is_compared_with_all_three():
+    pytest.importorskip("vllm")
+    blank = lora_check.compare_with_vllm_ops(blank_lora_linear, seed=0)
+    assert blank["lora_linear"] == lora_check.NOT_WRITTEN
+    assert blank["|bgmv - float64 逐行循环| 的最大值"] <= lora_check.TOL
+    assert blank["|sgmv - float64 逐行循环| 的最大值"] <= lora_check.TOL
+    written = lora_check.compare_with_vllm_ops(reference_lora_linear, seed=0)
+    diffs = {k: v for k, v in written.items() if " - " in k}
+    assert len(diffs) == 5 and all(v <= lora_check.TOL for v in diffs.values()), diffs
+
+    def no_scaling(x, W, bias, A, B, scaling, idx):
+        return reference_lora_linear(x, W, bias, A, B, scaling * 0 + 1, idx)
+    wrong = lora_check.compare_with_vllm_ops(no_scaling, seed=0)
+    assert wrong["|lora_linear - bgmv| 的最大值"] > 100 * lora_check.TOL
+
+
+@pytest.mark.slow
+def test_peft_agrees_with_the_formula_before_the_function_is_written():
+    pytest.importorskip("peft")
+    from course_utils.profiles import get_profile
+
+    rows = lora_check.compare_with_peft(blank_lora_linear, get_profile("tiny"))
+    assert rows and all(r["|lora_linear - peft| 的最大值"] is None for r in rows)
+    assert all(r["|peft - float64 公式| 的最大值"] <= lora_check.TOL for r in rows)

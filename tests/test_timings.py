@@ -74,7 +74,7 @@ def _sandbox(tmp_path):
         f.write("\n".join(stubs))
     (tmp_path / "pyproject.toml").touch()
     os.utime(tmp_path / "pyproject.toml", (1000, 1000))
-    for stamp, t in ((".venv/.installed", 2000), (".venv-read/.installed", 2000), (".venv-read/.instructor", 3000),
+    for stamp, t in ((".venv/.installed", 2000), (".venv-read/.installed", 2000), (".venv/.instructor", 3000),
                      (".venv-read/.site", 3000)):
         (tmp_path / stamp).parent.mkdir(exist_ok=True)
         (tmp_path / stamp).touch()

@@ -1,7 +1,8 @@
 """Lab 05's checks of a hand-written LoRA forward: against vLLM's PyTorch ops, against peft, and a merge.
 
-Each check takes the student's ``lora_linear(x, W, bias, A, B, scaling, idx)`` and runs it on real
-tensors. The lab prints these functions with ``inspect.getsource`` and calls them; torch, peft and
+Each check takes the student's ``lora_linear(x, W, bias, A, B, scaling, idx)`` (Lab 05's 练习 2) and runs it on
+real tensors, beside vLLM's ops or peft and the formula; while its body is not written (it returns None) the
+comparisons of vLLM's ops and peft with the formula are still made and shown. The lab prints these functions with ``inspect.getsource`` and calls them; torch, peft and
 transformers are imported inside, so read mode (no torch) shows what the call returned when the lab
 was recorded. The recording is keyed by the source of ``lora_linear``: an edited function has no
 recorded answer, and read mode says so instead of showing the old result.
@@ -26,6 +27,7 @@ from ..arch import quantization
 from ..replay.record import replayable
 
 TOL = 1e-4   # float32, element-wise absolute; outputs are of order 10
+NOT_WRITTEN = "还没写（它返回了 None）：写好练习 2 的函数体，再运行这一格"
 
 
 def skipped(result) -> str | None:
@@ -66,7 +68,7 @@ def compare_with_vllm_ops(lora_linear, seed=0):
     T = int(idx.numel())
     x, W = torch.randn(T, k, generator=g), torch.randn(d, k, generator=g) / k ** 0.5
 
-    mine = lora_linear(x, W, None, A, B, scaling, idx)
+    mine = lora_linear(x, W, None, A, B, scaling, idx)     # None while 练习 2's body is not written
 
     # vLLM's layout: (slots, 1, r_max, k) and (slots, 1, d, r_max), alpha/r folded into B, one zero slot
     a_stacked, b_stacked = torch.zeros(n + 1, 1, r_max, k), torch.zeros(n + 1, 1, d, r_max)
@@ -94,10 +96,13 @@ def compare_with_vllm_ops(lora_linear, seed=0):
 
     def diff(u, v):
         return float((u.double() - v.double()).abs().max())
-    return {"token 数": T, "各 adapter 的秩": ranks, "max_lora_rank": r_max, "容差": TOL,
-            "|y| 的最大值": round(float(mine.abs().max()), 2),           # 2 decimals: the same on every CPU
-            "|LoRA 增量| 的最大值": round(diff(mine, x @ W.T), 2),
-            "|lora_linear - bgmv| 的最大值": diff(mine, y_bgmv), "|lora_linear - sgmv| 的最大值": diff(mine, y_sgmv),
+    out = {"token 数": T, "各 adapter 的秩": ranks, "max_lora_rank": r_max, "容差": TOL,
+           "|y| 的最大值": round(float(loop.abs().max()), 2),           # 2 decimals: the same on every CPU
+           "|LoRA 增量| 的最大值": round(diff(loop, x @ W.T), 2),
+           "|bgmv - float64 逐行循环| 的最大值": diff(y_bgmv, loop), "|sgmv - float64 逐行循环| 的最大值": diff(y_sgmv, loop)}
+    if mine is None:
+        return {**out, "lora_linear": NOT_WRITTEN}
+    return {**out, "|lora_linear - bgmv| 的最大值": diff(mine, y_bgmv), "|lora_linear - sgmv| 的最大值": diff(mine, y_sgmv),
             "|lora_linear - float64 逐行循环| 的最大值": diff(mine, loop)}
 
 
@@ -137,10 +142,14 @@ def compare_with_peft(lora_linear, prof, layer=0, projections=("q_proj", "down_p
                 ref = mod(x, adapter_names=[here[a] if a >= 0 else "__base__" for a in idx.tolist()])
                 mine = lora_linear(x, mod.base_layer.weight, mod.base_layer.bias, A, B, scaling, idx)
                 plain = mod.base_layer(x)
+                xd = x.double()                   # the formula row by row, in float64
+                formula = torch.stack([plain[i].double() + (B[a].double() @ (A[a].double() @ xd[i])) * float(scaling[a])
+                                       if a >= 0 else plain[i].double() for i, a in enumerate(idx.tolist())])
             rows.append({"层": f"layers.{layer}.{proj}", "形状 (d, k)": f"({d}, {k})",
                          "adapter（秩）": ", ".join(f"{n} ({r})" for n, r in zip(here, ranks)), "行数": len(idx),
                          "|LoRA 增量| 的最大值": round(float((ref - plain).abs().max()), 2),
-                         "|lora_linear - peft| 的最大值": float((mine - ref).abs().max())})
+                         "|peft - float64 公式| 的最大值": float((ref.double() - formula).abs().max()),
+                         "|lora_linear - peft| 的最大值": None if mine is None else float((mine - ref).abs().max())})
         return rows
     finally:   # free the base now (a bf16 7B: ~15 GB of host RAM), also when lora_linear raised: a notebook keeps
         base = model = decoder = mod = None       # the traceback, and with it this function's variables

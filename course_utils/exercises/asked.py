@@ -33,6 +33,7 @@ TASKS = {
     "04.status": f"你的预测，一个 dict：{'、'.join(LAB04_CASES)} 这四种情况各自的状态码",
     "05.scaling": f"r={LAB05_ADAPTER['r']}、lora_alpha={LAB05_ADAPTER['lora_alpha']} 的 adapter 加载时 "
                   f"vLLM 乘进 B 的系数（一个数）",
+    "05.lora_linear": "写好 lora_linear 的函数体：返回 (T, d) 的输出",
     "05.indices": "上面这个 batch 的每个 token 的槽位下标（一个整数列表）",
     "05.merged_disk": f"四个合并后的 Qwen2.5-7B-Instruct（bf16）一共占多少 GB 磁盘（一个数；"
                       f"±{MERGED_TOLERANCE:.0%} 以内算对）",

@@ -1,4 +1,5 @@
-"""Lab 05: the scaling folded into B, the per-token slot indices, the disk of four merged models."""
+"""Lab 05: the scaling folded into B, the grouped op (:mod:`.lab05_op`), the per-token slot indices, the disk of four
+merged models."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from .. import memory
 from ..answers import BYTE_UNITS, AnswerError, close, kind, number, show
 from .asked import LAB05_ADAPTER, MERGED_TOLERANCE, TOLERANCE
 from .common import QWEN, fmt
-
+from .lab05_op import judge_lora_linear
 
 
 def _judge_scaling(answer):
@@ -118,6 +119,7 @@ def _judge_merged_disk(answer):
 
 JUDGES = {
     "05.scaling": _judge_scaling,
+    "05.lora_linear": judge_lora_linear,
     "05.indices": _judge_indices,
     "05.merged_disk": _judge_merged_disk,
 }
