@@ -191,7 +191,8 @@ def cost_box(notebook: Path, price: float = EXAMPLE_PRICE) -> str:
     """The lab's first box: minutes here on CPU, GPU minutes and yuan on an AutoDL 4090, what runs where."""
     w = lab_work(notebook)
     gpu_min = w.seconds() / 60
-    cpu = max(1, round(cpu_minutes(notebook)))
+    minutes = cpu_minutes(notebook)
+    cpu = "不到 1 分钟" if minutes < 1 else f"约 {round(minutes)} 分钟"
     if w.lab in RUNS_ON_GPU:
         gpu = f"AutoDL RTX 4090 上：{RUNS_ON_GPU[w.lab]}。"
         tail = ""
@@ -204,7 +205,7 @@ def cost_box(notebook: Path, price: float = EXAMPLE_PRICE) -> str:
                f"示例价格约 ¥{round(gpu_min, 1) / 60 * price:.2f}（费用 = GPU 分钟 ÷ 60 × 你在 AutoDL 控制台上看到的每小时价格；"
                f"这个示例价格没有核实过）。实例开着就计费，读和想的时间也算。")
         tail = "GPU 上的时间都是预估（`python -m course_tools.budget`），这门课的 GPU 路径还没有在 4090 上实际跑过。"
-    return f"> **这一课的成本**　这台机器上（CPU，`tiny` 配置）：上一次录制从第一格跑到最后一格约 {cpu} 分钟。{gpu}{tail}"
+    return f"> **这一课的成本**　这台机器上（CPU，`tiny` 配置）：上一次录制从第一格跑到最后一格{cpu}。{gpu}{tail}"
 
 
 def write_cost_boxes(labs=None) -> list[str]:

@@ -265,15 +265,26 @@ def lab08_figures(rec: dict) -> dict:
         return task.score([r["text"] for r in rows], dates)
 
     gens = generations(rec)
-    base = next((g for g in gens if not g["engine"].get("enable_lora")), None)
-    mixed = next((g for g in gens if g["engine"].get("enable_lora")), None)
     knobs = rec["facts"].get("input:KNOBS", {})
     adapter = rec["facts"].get("adapter stamp", {})
+    base = next((g for g in gens if not g["engine"].get("enable_lora")), None)
+    mixed = next((g for g in gens if g["engine"].get("enable_lora")
+                  and any(lo and lo[0] == adapter.get("name") for lo in g["lora"])), None)
+    # section 3.1: every checkpoint of two trainings as an adapter of its own, named "<name>-<KNOBS|OTHER>-<step>"
+    curves: dict = {}
+    for g in gens:
+        for lo, r in zip(g["lora"], g["rows"]):
+            m = re.fullmatch(rf"{re.escape(str(adapter.get('name')))}-(KNOBS|OTHER)-(\d+)", lo[0]) if lo else None
+            if m:
+                curves.setdefault(m[1], {}).setdefault(int(m[2]), []).append(r)
     refused = next((c["error"]["message"] for c in rec["calls"] if c["kind"] == "call"
                     and c["args"]["function"] == "precheck" and "error" in c), None)
     out = {"examples": len(rec["facts"].get("input:EXAMPLES", [])), "rank": knobs.get("rank"),
            "steps": knobs.get("steps"), "refused": refused,
            "adapter_mib": sum(t["bytes"] for t in adapter.get("tensors", {}).values()) / 2**20}
+    out["curves"] = {label: {step: scored(rows)["share"] for step, rows in sorted(steps.items())}
+                     for label, steps in curves.items()}
+    out["other"] = rec["facts"].get("input:OTHER")
     if base:
         out["base"] = scored(base["rows"])
     if mixed:

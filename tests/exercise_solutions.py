@@ -126,6 +126,7 @@ REFERENCE = {
     "05.indices": [0, 0, 0, -1, -1, 1, 0, 0],
     "05.merged_disk": 61,
     "08.base_score": "0%",
+    "08.other": "更低",
     "08.load_request": {"lora_name": "stamp", "lora_path": "build/lab08/stamp"},
     "08.harder": {"rank": 16, "steps": 400},
 }
@@ -182,6 +183,7 @@ SPELLINGS = {
                       "轮询（blind）", "blind（轮询）", "轮询路由"],
     "07.replicas_per_4090": ["1", "1 个", 1.0, "一个"],
     "08.base_score": [0, "0", "2%", 0.02, "5 %", "百分之3", "0/50"],
+    "08.other": ["lower", "会更低，因为样例少了", "更低一些", "Lower!", "低很多"],
     "08.load_request": ['{"lora_name": "stamp", "lora_path": "build/lab08/stamp/"}',
                         {"lora_name": "stamp", "lora_path": "/root/multi-lora-course/build/lab08/stamp"},
                         {"lora_name": "stamp", "lora_path": "./build/lab08/stamp", "load_inplace": True}],
@@ -213,6 +215,7 @@ OTHER_SPELLINGS_SOURCE = {
     "07.most_loads": '"round-robin"',
     "07.replicas_per_4090": "1.0",
     "08.base_score": '"2%"',
+    "08.other": '"lower"',
     "08.load_request": repr(SPELLINGS["08.load_request"][0]),
     "08.harder": '{"rank": "16", "steps": "800 步"}',
 }
@@ -359,6 +362,7 @@ WRONG = {
     "07.replicas_per_4090": [(2, "两份"), (0, "qwen7b 配置"), (3, "再和卡的显存比"), (True, "要的是一个整数")],
     "08.base_score": [("80%", "格式"), (50, "格式"), ("20%", "还是高了"), (10, "还是高了"), (150, "不在 0–100%"),
                       ("很低", "要的是一个百分数")],
+    "08.other": [("更高", "量到的是更低"), ("差不多", "量到的是更低"), ("高还是低说不准", "读不出"), (0.16, "读不出")],
     "08.load_request": [({"name": "stamp", "path": "build/lab08/stamp"}, "lora_name 和 lora_path"),
                         ({"lora_name": "stamp", "lora_path": "data/build/lab08/stamp"}, "build/lab08/stamp"),
                         ({"lora_name": "stamp", "lora_path": "../build/lab08/stamp"}, "build/lab08/stamp"),
@@ -374,6 +378,11 @@ WRONG = {
                   ({"rank": 16}, "两个键"), ({"rank": 16, "steps": 400, "lr": 1e-3}, "两个键"), ([16, 400], "要的是一个 dict"),
                   ({"rank": 16.5, "steps": 400}, "不是整数")],
 }
+
+# 08.other is judged against what Lab 08 measured (its two learning curves' last points, registered by the lab's
+# cell with cu.exercises.measured); tests stand in for that cell with the recorded outcome: 40 examples 60%,
+# 10 examples 16% (data/recordings/tiny/08_your_adapter.json, 2026-12-07).
+LAB08_MEASURED = {"knobs": 0.60, "other": 0.16, "other_setting": "10 个样例，秩 8", "knobs_setting": "40 个样例，秩 8"}
 
 # Answers of the wrong kind: every exercise gives a hint (in Chinese) and never raises.
 MALFORMED = [True, False, object(), {"unexpected": 1}, ["a", {"b": 2}], float("nan"), float("inf"), b"bytes",

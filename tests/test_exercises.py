@@ -17,6 +17,14 @@ from course_utils.paths import REPO
 from tests.exercise_solutions import BLANKS, MALFORMED, REFERENCE, SPELLINGS, WRONG
 
 LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("[0-9]*.ipynb"))
+
+
+@pytest.fixture(autouse=True)
+def lab08_measured():
+    """Lab 08's 练习 2 is judged against the lab's measurement: the recorded one, as the lab's cell registers it."""
+    from tests.exercise_solutions import LAB08_MEASURED
+
+    ex.measured("08.other", **LAB08_MEASURED)
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -362,3 +370,18 @@ def test_the_grouped_op_is_judged_on_numpy_arrays_where_torch_is_missing():
     except ImportError:                           # read mode: a function that imports torch when it is called
         ok, why = ex.judge("05.lora_linear", defined("def lora_linear(*args):\n    import torch\n"))
         assert ok is None and "读模式没有 torch" in why, why
+
+
+def test_a_prediction_checked_before_its_measurement_asks_for_the_cell_that_measures():
+    """A fresh kernel (a process of its own) where Lab 08's measuring cell has not run."""
+    code = "from course_utils import exercises as ex; print(repr(ex.judge('08.other', '更低')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    assert out.startswith("(None,") and "先运行上面训练第二组" in out, out
+
+
+def test_the_knob_prediction_follows_the_measurement():
+    ex.measured("08.other", knobs=0.60, other=0.55, other_setting="秩 2", knobs_setting="秩 8")
+    assert ex.judge("08.other", "差不多")[0] is True and ex.judge("08.other", "更低")[0] is False
+    ex.measured("08.other", knobs=0.60, other=0.72, other_setting="秩 2", knobs_setting="秩 8")
+    ok, why = ex.judge("08.other", "更高")
+    assert ok is True and "72%" in why and "12 个百分点" in why

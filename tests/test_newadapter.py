@@ -139,6 +139,22 @@ def test_training_in_a_child_writes_an_adapter_and_reports_every_step(monkeypatc
     assert info["rank"] == 2 and info["base_check"].startswith("同一个基座: ")
 
 
+@pytest.mark.live
+def test_checkpoints_are_servable_adapters_of_their_own(monkeypatch, tmp_path):
+    """Lab 08, 3.1: the adapter as it stood after each checkpoint step, each a folder the pre-check passes."""
+    pytest.importorskip("peft")
+    monkeypatch.setattr(training, "OUT", tmp_path)
+    run = training.train(profiles.get_profile("tiny"), "stamp", EXAMPLES, rank=2, steps=4,
+                         target_modules=["q_proj"], checkpoints=(2, 4))
+    assert run["checkpoints"] == {"2": str(tmp_path / "stamp.steps" / "step-2"),
+                                  "4": str(tmp_path / "stamp.steps" / "step-4")}
+    for path in run["checkpoints"].values():
+        assert training_precheck(Path(path))["rank"] == 2
+    same = (Path(run["checkpoints"]["4"]) / "adapter_model.safetensors").read_bytes()
+    assert same == (Path(run["path"]) / "adapter_model.safetensors").read_bytes(), "the last checkpoint is the adapter"
+    assert not list(tmp_path.glob(".*partial*"))
+
+
 def training_precheck(folder: Path) -> dict:
     from course_utils.newadapter import precheck
 

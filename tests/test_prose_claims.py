@@ -683,6 +683,31 @@ def check_lab08_wrong_stamps_wrong_in_the_year() -> str | None:
     return None if parts.get("年", 0) >= 0.8 * n else f"{n} wrong stamps: {parts}"
 
 
+def check_cost_boxes_are_computed() -> str | None:
+    """Every lab's cost box is what course_tools.budget computes from its recorded cells' timestamps."""
+    from course_tools import budget
+
+    stale = [lab.name for lab in LABS
+             if budget.cost_box(lab) not in "\n".join(c.source for c in notebooks.read(lab).cells)]
+    return f"cost boxes not what course_tools.budget computes: {stale}" if stale else None
+
+
+def check_lab08_curves() -> str | None:
+    """Lab 08, 3.1: both curves start at 0; the 10-example one levels off far below the 40-example one."""
+    from course_utils import recorded_figures
+
+    fig = recorded_figures.lab08_figures(recorded_figures.load("08_your_adapter", "tiny"))
+    curves, other = fig.get("curves", {}), fig.get("other")
+    if set(curves) != {"KNOBS", "OTHER"} or other != {"examples": 10}:
+        return f"Lab 08's recorded curves {sorted(curves)} for OTHER {other}"
+    knobs, few = (list(curves[k].values()) for k in ("KNOBS", "OTHER"))
+    if knobs[0] != 0 or few[0] != 0:
+        return f"first checkpoints {knobs[0]:.0%} and {few[0]:.0%}, not 0"
+    if not (few[-1] <= knobs[-1] - 0.2 and abs(few[-1] - few[-2]) <= 0.04 and knobs[-1] > knobs[1]):
+        return f"40 examples {knobs}, 10 examples {few}: not a low plateau"
+    return None
+
+
 def check_wide_grouped_time_far_above_flops() -> str | None:
     from course_utils.engine import flops, widebench
 
@@ -736,6 +761,7 @@ CHECKED = {
         "引擎按最近最少使用（LRU）换出了一个好的 adapter": check_refused_adapter_pushed_one_out,
     },
     "02": {
+        "上一次录制从第一格跑到最后一格不到 1 分钟": check_cost_boxes_are_computed,
         "在 `max_loras=4` 时是致命的": check_r256_does_not_fit,
         "预留越大，留给 KV 缓存的越少": check_bigger_reservation_fewer_kv_blocks,
         "权重缩到约 37%，KV 池和能同时跑的序列随之增加到三倍多": check_awq_third_and_more_seqs,
@@ -782,11 +808,13 @@ CHECKED = {
         "槽位装不下，vLLM 的报错直接说出两个数": check_rank_refusal_names_both_numbers,
     },
     "05": {
+        "上一次录制从第一格跑到最后一格不到 1 分钟": check_cost_boxes_are_computed,
         "合并后的权重用时与基座 GEMM 几乎一样": check_merged_as_fast_as_base,
         "秩 16 时 LoRA 只给投影多加约": check_flop_shares,
         "Lab 03 第 3 节量过它比分组算法慢多少": check_gather_costs_more_than_grouped,
     },
     "06": {
+        "上一次录制从第一格跑到最后一格不到 1 分钟": check_cost_boxes_are_computed,
         "这部分计算相对基座很小（多小、为什么实际开销更大，见 Q12）": check_lora_flops_small,
         "按模型估算只剩": check_r256_does_not_fit,
         "引擎步数成倍增加": check_default_max_loras_multiplies_steps,
@@ -802,6 +830,8 @@ CHECKED = {
         "它要服务的 adapter（四个加上新的）超过一步里能同时活跃的个数": check_lab08_more_adapters_than_slots,
         "也不能超过服务的 `--max-lora-rank`（64）": check_lab08_rule,
         "只有年份抄错": check_lab08_wrong_stamps_wrong_in_the_year,
+        "只用 10 个样例的那组，涨到一个低得多的地方就不再涨了": check_lab08_curves,
+        "在这两条曲线上，样例数定了 adapter 能学到多好，步数定了多快到那里": check_lab08_curves,
     },
     "07": {
         "notebook 里现场加载的几次慢一些": check_lab03_live_loads_slower_than_benchmark,
@@ -910,6 +940,9 @@ DEFINITIONS = {
     "08": [
         "并发不超过 6 个",
         "同一时刻最多四个 adapter 的请求在跑",
+        "`MAX_LORA_RANKS` 里不超过 64 的：1、8、16、32、64",
+        "比 `KNOBS` 那组**更高**、**更低**，还是**差不多**（相差不超过 10 个百分点",
+        "讲义还说秩是质量旋钮（秩越高，adapter 能表示的改动越大）",
     ],
     "07": [
         "每个最多留 2 个 adapter，货架上有 8 个",

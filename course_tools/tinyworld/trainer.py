@@ -373,13 +373,16 @@ def _make_portable(out: Path, base_name: str) -> None:
 
 def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, device: str = "cpu",
                   dtype: str = "float32", gradient_checkpointing: bool = False, base_name: str = BASE_NAME,
-                  chat: bool = False, spec: AdapterSpec | None = None, pairs: list | None = None, on_loss=None):
+                  chat: bool = False, spec: AdapterSpec | None = None, pairs: list | None = None, on_loss=None,
+                  checkpoints: tuple[int, ...] = (), checkpoint_dir: Path | None = None):
     """Train one task's LoRA adapter on the base in ``base_dir`` and save it (peft layout) to ``out``.
 
     The same function trains the tiny world's adapters (CPU, float32) and the
     course's Qwen2.5-7B adapters on a GPU (``device="cuda", dtype="bfloat16"``).
     ``chat=True`` formats prompts with the base's own chat template instead of
     the tiny world's bare ChatML. ``on_loss(step, loss)`` is called after every step (Lab 08's progress bar).
+    ``checkpoints``: after each of these steps the adapter is also saved, servable as it stands, to
+    ``checkpoint_dir / f"step-{step}"`` (Lab 08 scores them all in one vLLM batch: accuracy against steps).
     """
     import torch
     from peft import LoraConfig, get_peft_model
@@ -401,8 +404,15 @@ def train_adapter(cfg: TrainConfig, base_dir: Path, task: str, out: Path, *, dev
                            copy_weight=cfg.adapter_copy_weight)
     params = [p for p in model.parameters() if p.requires_grad]
     steps = max(1, round(cfg.adapter_steps * spec.steps_factor * cfg.task_steps_factor.get(task, 1.0)))
+    def save_checkpoint(label, step, model):
+        if step in checkpoints:
+            where = Path(checkpoint_dir) / f"step-{step}"
+            model.save_pretrained(where, safe_serialization=True)
+            _make_portable(where, base_name)
+            write_base_identity(where, base_dir, base_name)
+
     loss = _train(model, params, batches(encoded, cfg.batch_size, steps, cfg.seed, tok.pad_token_id), steps,
-                  cfg.adapter_lr, task, on_loss=on_loss)
+                  cfg.adapter_lr, task, on_step=save_checkpoint if checkpoints else None, on_loss=on_loss)
     model.save_pretrained(out, safe_serialization=True)
     _make_portable(out, base_name)
     write_base_identity(out, base_dir, base_name)     # which base it was trained on, checked before serving

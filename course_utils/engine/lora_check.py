@@ -28,6 +28,9 @@ from ..replay.record import replayable
 
 TOL = 1e-4   # float32, element-wise absolute; outputs are of order 10
 NOT_WRITTEN = "还没写（它返回了 None）：写好练习 2 的函数体，再运行这一格"
+NOT_RECORDED = ("读模式：录制时练习 2 还是空的，你写的 lora_linear 在这里没有录下的比对（比对要 torch 和 vLLM）。"
+                "练习 2 的检查格已经在 numpy 数组上核对过它；想看它和 vLLM 的算子、peft 逐元素比，在能现场运行的环境里"
+                "（make setup 之后）运行这一课。")
 
 
 def skipped(result) -> str | None:

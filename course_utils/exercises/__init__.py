@@ -30,8 +30,8 @@ from typing import Any
 from .asked import TASKS, TOLERANCE
 
 __all__ = ["CHAT_FIELDS", "EXERCISES", "LAB04_STATUS", "LOAD_FIELDS", "TASKS", "TOLERANCE", "Exercise", "check",
-           "indices_answer", "judge", "kv_page_answer", "lora_buffer_answer", "lora_share_answer",
-           "merged_disk_answer", "replicas_per_4090_answer", "steps_answer"]
+           "indices_answer", "judge", "kv_page_answer", "lora_buffer_answer", "lora_share_answer", "measured",
+           "measurement", "merged_disk_answer", "replicas_per_4090_answer", "steps_answer"]
 
 # Names this package offers from a lab's judges, imported when first used: {name: lab}.
 _FROM_LAB = {"kv_page_answer": "02", "lora_buffer_answer": "02", "steps_answer": "03", "lora_share_answer": "03",
@@ -61,6 +61,21 @@ def __getattr__(attr: str):
     if attr in _FROM_LAB:
         return getattr(_judges(_FROM_LAB[attr]), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+
+
+# What a lab measured for a prediction it checks (Lab 08's 练习 2: the two learning curves' last points), by exercise.
+_MEASURED: dict[str, dict] = {}
+
+
+def measured(name: str, **values) -> None:
+    """Called by the cell that runs what exercise ``name`` predicts: its check compares the prediction with these."""
+    _MEASURED[name] = {k: (float(v) if hasattr(v, "__float__") and not isinstance(v, (str, int)) else v)
+                       for k, v in values.items()}
+
+
+def measurement(name: str) -> dict | None:
+    """What :func:`measured` last kept for ``name`` in this kernel, or None when that cell has not run."""
+    return _MEASURED.get(name)
 
 
 def _blank(answer) -> bool:

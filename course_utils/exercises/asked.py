@@ -14,6 +14,7 @@ LAB03_SHELF = {"faq": 8, "sql": 16, "contracts": 32, "triage": 16, "codegen": 64
 LAB03_IN_FLIGHT = 3   # at most this many different adapters have requests in flight at the same moment
 LAB04_CASES = ("no API key", "adapter unloaded", "same name loaded again", "rank above --max-lora-rank")
 LAB05_ADAPTER = {"r": 16, "lora_alpha": 32}
+LAB08_SAME = 0.10          # 08.other: final held-out shares this close (5 of 50 questions) count as "差不多"
 MERGED_TOLERANCE = 0.05    # the parameter count rounded (7.6 B) or the checkpoint's extra files: ±5% is right
 
 TASKS = {
@@ -41,6 +42,7 @@ TASKS = {
     "07.most_loads": '你的预测：哪种路由装载 adapter 最多，"aware"、"blind" 或 "hash"',
     "07.replicas_per_4090": "只看权重，一张 4090 放得下几个 bf16 Qwen2.5-7B 副本（一个整数）",
     "08.base_score": "你的预测：基座在留出集上答对的比例（一个百分数，写 \"12%\" 或 12）",
+    "08.other": '你的预测："更高"、"更低" 或 "差不多"（第二组训练完答对的比例，和 KNOBS 那组比；相差不超过 10 个百分点算差不多）',
     "08.load_request": "一个 dict：POST /v1/load_lora_adapter 的请求体，加载刚训练的 stamp adapter",
     "08.harder": "一个 dict，两个键：{\"rank\": ..., \"steps\": ...}，按题目里的规则给更难的变体",
 }

@@ -1,12 +1,15 @@
-"""Lab 08: the base's score before training, the body that loads the new adapter, rank and steps for a harder
-variant, and what a too-small ``max_lora_rank`` does to the new adapter."""
+"""Lab 08: the base's score before training, a second training setting predicted against its learning curve (the
+lab's measurement: :func:`course_utils.exercises.measured`), the body that loads the new adapter, rank and steps for a
+harder variant, and what a too-small ``max_lora_rank`` does to the new adapter."""
 
 from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
 
-from ..answers import in_percent, json_object, kind, literal, number, show, within, word
+from ..answers import choice, in_percent, json_object, kind, literal, number, show, within, word
+from . import measurement
+from .asked import LAB08_SAME
 from .common import whole_number
 from .lab04 import LOAD_FIELDS
 
@@ -91,7 +94,36 @@ def _judge_harder(answer):
                   f"{2 * KNOBS['steps']}–{10 * KNOBS['steps']} 之间。这只是一条经验规则：真要知道够不够，训练完在留出集上打分。")
 
 
+# 08.other's three predictions and the words that name each (read by answers.choice: the one named first is the pick)
+OTHER_OPTIONS = {
+    "higher": ("更高", "高", "更好", "提高", "上升", "higher", "better", "increase"),
+    "lower": ("更低", "低", "更差", "差一些", "差很多", "下降", "降低", "不如", "lower", "worse", "decrease", "drop"),
+    "same": ("差不多", "一样", "相同", "持平", "相近", "接近", "不变", "same", "similar", "equal", "about the same", "roughly"),
+}
+_SAID = {"higher": "更高", "lower": "更低", "same": "差不多"}
+
+
+def _judge_other(answer):
+    """The prediction against what the lab measured: the two learning curves' last points (Lab 08, 3.1)."""
+    if isinstance(answer, dict):                  # {"prediction": "更低", "why": "..."}: the prediction is the pick
+        answer = next((answer[k] for k in ("prediction", "answer", "pick", "choice", "预测", "答案") if k in answer), answer)
+    got = choice(answer, OTHER_OPTIONS)
+    if got is None:
+        return False, f'{show(answer)} 读不出是哪一个：答 "更高"、"更低" 或 "差不多"，只选一个。'
+    m = measurement("08.other")
+    if m is None:
+        return None, "先运行上面训练第二组、给检查点打分的那一格：这道题拿你的预测和那一格量到的比。"
+    diff = m["other"] - m["knobs"]
+    truth = "same" if abs(diff) <= LAB08_SAME + 1e-9 else ("higher" if diff > 0 else "lower")
+    figures = (f"第二组（{m['other_setting']}）训练完答对 {m['other']:.0%}，KNOBS 那组（{m['knobs_setting']}）{m['knobs']:.0%}，"
+               f"相差 {100 * abs(diff):.0f} 个百分点（不超过 {100 * LAB08_SAME:.0f} 个算差不多）")
+    if got == truth:
+        return True, f"对：{figures}。"
+    return False, f"量到的是{_SAID[truth]}：{figures}；你预测的是{_SAID[got]}。看上面的曲线，想想差在哪里。"
+
+
 JUDGES = {
+    "08.other": _judge_other,
     "08.base_score": _judge_base_score,
     "08.load_request": _judge_load_request,
     "08.harder": _judge_harder,

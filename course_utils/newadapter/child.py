@@ -54,7 +54,8 @@ def main(job_file: str) -> int:
     stats = train_adapter(cfg, Path(spec["base"]), spec["name"], Path(spec["out"]), device=spec["device"],
                           dtype=spec["dtype"], gradient_checkpointing=spec["gradient_checkpointing"],
                           base_name=base_name(spec), chat=True, spec=lora,
-                          pairs=[tuple(p[:2]) + (tuple(p[2]),) for p in spec["pairs"]], on_loss=on_loss)
+                          pairs=[tuple(p[:2]) + (tuple(p[2]),) for p in spec["pairs"]], on_loss=on_loss,
+                          checkpoints=tuple(spec.get("checkpoints", ())), checkpoint_dir=spec.get("checkpoint_dir"))
     tell(sys.stdout, "result", stats={**stats, "config": asdict(cfg)})
     return 0
 

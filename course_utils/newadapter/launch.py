@@ -21,9 +21,9 @@ from ..replay.session import active
 from . import training
 
 
-def train_in_child(prof, name, examples, rank, steps, target_modules, show=None) -> dict:
-    spec = training.job(prof, name, examples, rank, steps, target_modules)
-    out = Path(spec["out"])
+def train_in_child(prof, name, examples, rank, steps, target_modules, show=None, checkpoints=()) -> dict:
+    spec = training.job(prof, name, examples, rank, steps, target_modules, checkpoints)
+    out, steps_out = Path(spec["out"]), Path(spec["checkpoint_dir"])
     _refuse_quantized(prof)
     if prof.hardware == "cuda":
         from ..server import running
@@ -35,10 +35,11 @@ def train_in_child(prof, name, examples, rank, steps, target_modules, show=None)
     for srv, served in loaded_by(out):       # a re-run: the old weights are loaded in a running server
         _unload(srv, served)
     training.OUT.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{name}.partial")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp, tmp_steps = out.with_name(f".{name}.partial"), steps_out.with_name(f".{steps_out.name}.partial")
+    for d in (tmp, tmp_steps):
+        shutil.rmtree(d, ignore_errors=True)
     job_file, log = training.OUT / f"{name}.job.json", training.OUT / f"{name}.train.log"
-    job_file.write_text(json.dumps({**spec, "out": str(tmp)}, indent=1))
+    job_file.write_text(json.dumps({**spec, "out": str(tmp), "checkpoint_dir": str(tmp_steps)}, indent=1))
     t0 = time.monotonic()
     from .. import processes   # live only: a reader's kernel never loads the registry
 
@@ -66,8 +67,12 @@ def train_in_child(prof, name, examples, rank, steps, target_modules, show=None)
         raise TrainingError(f"训练子进程失败（退出码 {code}）。日志：{short_path(log)}，最后几行：\n{tail}")
     shutil.rmtree(out, ignore_errors=True)
     tmp.replace(out)
+    shutil.rmtree(steps_out, ignore_errors=True)
+    if spec["checkpoints"]:
+        tmp_steps.replace(steps_out)
     return {"path": str(out), "losses": [round(x, 4) for x in losses],
-            "seconds": round(time.monotonic() - t0, 2), "stats": result}
+            "seconds": round(time.monotonic() - t0, 2), "stats": result,
+            "checkpoints": {str(s): str(steps_out / f"step-{s}") for s in spec["checkpoints"]}}
 
 
 def loaded_by(path: str | Path) -> list[tuple[object, str]]:

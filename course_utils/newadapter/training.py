@@ -40,34 +40,39 @@ def device_of(prof: Profile) -> tuple[str, str]:
 
 
 def job(prof: Profile, name: str, examples: list[tuple[str, str]], rank: int, steps: int,
-        target_modules: list[str]) -> dict:
-    """What the child is told: the base, the data, the knobs and where to write."""
+        target_modules: list[str], checkpoints: tuple[int, ...] = ()) -> dict:
+    """What the child is told: the base, the data, the knobs and where to write (the adapter in ``out``, and the
+    adapter as it stood after each step in ``checkpoints`` in ``checkpoint_dir/step-N``)."""
     device, dtype = device_of(prof)
     gpu_shaped = prof.hardware == "cuda"
     return {"name": name, "base": prof.base_model, "tiny_world": prof.tiny_world, "recipe": "gpu" if gpu_shaped else "cpu",
             "out": str(OUT / name), "pairs": task.training_pairs(examples), "rank": rank, "alpha": 2 * rank,
             "steps": steps, "target_modules": list(target_modules), "device": device, "dtype": dtype,
-            "gradient_checkpointing": gpu_shaped}
+            "gradient_checkpointing": gpu_shaped, "checkpoints": sorted(set(checkpoints)),
+            "checkpoint_dir": str(OUT / f"{name}.steps")}
 
 
-def _key(prof, name, examples, rank, steps, target_modules, show=None):
-    return keys.call("train_adapter", [{"profile": prof.name}, name], {
-        "examples": [list(e) for e in examples], "rank": rank, "steps": steps,
-        "target_modules": list(target_modules)})
+def _key(prof, name, examples, rank, steps, target_modules, show=None, checkpoints=()):
+    knobs = {"examples": [list(e) for e in examples], "rank": rank, "steps": steps,
+             "target_modules": list(target_modules)}
+    if checkpoints:
+        knobs["checkpoints"] = sorted(set(checkpoints))
+    return keys.call("train_adapter", [{"profile": prof.name}, name], knobs)
 
 
 def train(prof: Profile, name: str, examples: list[tuple[str, str]], *, rank: int, steps: int,
-          target_modules: list[str], show=None) -> dict:
+          target_modules: list[str], show=None, checkpoints: tuple[int, ...] = ()) -> dict:
     """Train in a child process; ``show(step, loss)`` after each step (live only). Returns
-    ``{"path", "losses", "seconds", "stats"}``; read mode returns the recorded run."""
-    return _train(prof, name, examples, rank, steps, target_modules, show)
+    ``{"path", "losses", "seconds", "stats", "checkpoints"}`` (``checkpoints``: ``{step: path}``, the adapter as it
+    stood after each of those steps); read mode returns the recorded run."""
+    return _train(prof, name, examples, rank, steps, target_modules, show, tuple(checkpoints))
 
 
 @recorded(_key)
-def _train(prof, name, examples, rank, steps, target_modules, show=None) -> dict:
+def _train(prof, name, examples, rank, steps, target_modules, show=None, checkpoints=()) -> dict:
     from .launch import train_in_child
 
-    return train_in_child(prof, name, examples, rank, steps, target_modules, show)
+    return train_in_child(prof, name, examples, rank, steps, target_modules, show, checkpoints)
 
 
 def progress_bar(steps: int):

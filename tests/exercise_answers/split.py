@@ -32,6 +32,10 @@ BATCH_2 = ("g", "h", "i")
 # BATCH_3: readers j, k and l (2026-12-07), Lab 05's 练习 2 only (the function lora_linear the student writes), written
 # before its judge existed, from the lab's skeleton and docstring; split with the seed f"{SEED}-3".
 BATCH_3 = ("j", "k", "l")
+# BATCH_4: readers m, n and o (2026-12-07), Lab 08's 练习 2 only (08.other: a prediction, "更高"/"更低"/"差不多"), from
+# the lab's cells 0-26 before any run of them was recorded; each wrote what its predictions mean, and they were labelled
+# right when that is what the recorded run measured (lower). Split with the seed f"{SEED}-4".
+BATCH_4 = ("m", "n", "o")
 TUNING_ONLY = {("a", "02.kv_page"), ("b", "02.kv_page"), ("c", "02.kv_page")}
 
 
@@ -62,10 +66,12 @@ def main() -> None:
     tuning, heldout = _split(READERS, SEED, TUNING_ONLY)
     tuning_2, heldout_2 = _split(BATCH_2, f"{SEED}-2")
     tuning_3, heldout_3 = _split(BATCH_3, f"{SEED}-3")
-    split = {"seed": SEED, "readers": list(READERS + BATCH_2 + BATCH_3),
+    tuning_4, heldout_4 = _split(BATCH_4, f"{SEED}-4")
+    split = {"seed": SEED, "readers": list(READERS + BATCH_2 + BATCH_3 + BATCH_4),
              "tuning_only": [f"{r}/{e}" for r, e in sorted(TUNING_ONLY)],
-             "batches": {"1": list(READERS), "2": list(BATCH_2), "3": list(BATCH_3)},
-             "tuning": sorted(tuning + tuning_2 + tuning_3), "heldout": sorted(heldout + heldout_2 + heldout_3)}
+             "batches": {"1": list(READERS), "2": list(BATCH_2), "3": list(BATCH_3), "4": list(BATCH_4)},
+             "tuning": sorted(tuning + tuning_2 + tuning_3 + tuning_4),
+             "heldout": sorted(heldout + heldout_2 + heldout_3 + heldout_4)}
     (HERE / "split.json").write_text(json.dumps(split, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"tuning {len(split['tuning'])}, held-out {len(split['heldout'])}")
 
