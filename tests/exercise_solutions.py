@@ -115,6 +115,7 @@ REFERENCE = {
     "02.lora_buffer": ex.lora_buffer_answer(),
     "02.max_lora_rank": 64,
     "03.steps": {1: 128, 2: 64},
+    "03.cache_reads": 4,
     "03.config": {"max_lora_rank": 64, "max_loras": 3},
     "03.lora_share": 0.89,
     "04.request_body": {"model": "support", "messages": ASK},
@@ -147,6 +148,7 @@ SPELLINGS = {
     "02.max_lora_rank": ["64", 64.0, " 64 ", "max_lora_rank=64", "--max-lora-rank 64"],
     "03.steps": [{"1": 128, "2": 64}, {"max_loras=1": 128, "max_loras=2": 64}, {1: "128", 2: "64 步"},
                  [128, 64], (128, 64), {2: 64, 1: 128}, "{1: 128, 2: 64}"],
+    "03.cache_reads": ["4 次", "四次", "4", 4.0, "读盘 4 次"],
     "03.config": [{"max_loras": "3", "max_lora_rank": "64"}, "max_lora_rank=64, max_loras=3",
                   "--max-lora-rank 64 --max-loras 3", {"max-lora-rank": 64, "max-loras": 3},
                   {"max_lora_rank": 64, "max_loras": 3, "max_cpu_loras": 5}, '{"max_lora_rank": 64, "max_loras": 3}',
@@ -204,6 +206,7 @@ OTHER_SPELLINGS_SOURCE = {
     "03.steps": '{"max_loras=1": 128, "max_loras=2": "64 步"}',
     "03.config": '"--max-lora-rank 64 --max-loras 3"',
     "03.lora_share": '"0.89%"',
+    "03.cache_reads": '"4 次"',
     "04.request_body": repr(SPELLINGS["04.request_body"][0]),
     "04.curl_load": repr(SPELLINGS["04.curl_load"][2]),
     "04.status": repr(SPELLINGS["04.status"][0]),
@@ -259,6 +262,7 @@ WRONG = {
                  ({1: 64, 2: 128}, "两项对调"), ({1: 128, 2: 64, 4: 16}, "多了键 4"), ({1: 128}, "缺了 max_loras=2"),
                  ("128, 64", "要的是一个 dict"), ({1: 128, 2: ...}, "max_loras=2 那一项还没填"),
                  ({1: 100, 2: 50}, "要轮几波")],
+    "03.cache_reads": [(3, "先进先出"), (5, "按 LRU 一次一次推"), ("很多次", "要的是一个整数"), (4.5, "不是整数")],
     "03.config": [({"max_lora_rank": 32, "max_loras": 3}, "会拒绝它"),
                   ({"max_lora_rank": 256, "max_loras": 3}, "4 倍显存"),
                   ({"max_lora_rank": 64, "max_loras": 5}, "每个 adapter 一个槽位"),
@@ -382,6 +386,9 @@ WRONG = {
 # 08.other is judged against what Lab 08 measured (its two learning curves' last points, registered by the lab's
 # cell with cu.exercises.measured); tests stand in for that cell with the recorded outcome: 40 examples 60%,
 # 10 examples 16% (data/recordings/tiny/08_your_adapter.json, 2026-12-07).
+# 03.cache_reads likewise: Lab 03's recorded host cache (max_cpu_loras=2) read 4 of its 5 requests from disk.
+LAB03_MEASURED = {"reads": 4, "max_cpu_loras": 2, "order": ["sql", "support", "sql", "medical", "support"],
+                  "held": [False, False, True, False, False]}
 LAB08_MEASURED = {"knobs": 0.60, "other": 0.16, "other_setting": "10 个样例，秩 8", "knobs_setting": "40 个样例，秩 8"}
 
 # Answers of the wrong kind: every exercise gives a hint (in Chinese) and never raises.

@@ -21,9 +21,11 @@ LABS = sorted((Path(__file__).resolve().parents[1] / "labs").glob("[0-9]*.ipynb"
 
 @pytest.fixture(autouse=True)
 def lab08_measured():
-    """Lab 08's 练习 2 is judged against the lab's measurement: the recorded one, as the lab's cell registers it."""
-    from tests.exercise_solutions import LAB08_MEASURED
+    """Lab 03's and Lab 08's 练习 2 are judged against the lab's measurement: the recorded one, as the lab's cell
+    registers it."""
+    from tests.exercise_solutions import LAB03_MEASURED, LAB08_MEASURED
 
+    ex.measured("03.cache_reads", **LAB03_MEASURED)
     ex.measured("08.other", **LAB08_MEASURED)
 CJK = re.compile(r"[\u4e00-\u9fff]")
 

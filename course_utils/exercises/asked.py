@@ -26,6 +26,7 @@ TASKS = {
                       "adapter 都是秩 16；±2% 以内算对）",
     "02.max_lora_rank": f"货架 {SHELF_02} 该用的 max_lora_rank",
     "03.steps": "你的预测，一个 dict：{1: max_loras=1 的步数, 2: max_loras=2 的步数}",
+    "03.cache_reads": "你的预测：这 5 次请求里有几次要从磁盘读（一个整数）",
     "03.config": f'一个 dict {{"max_lora_rank": ..., "max_loras": ...}}：货架 {LAB03_SHELF}，'
                  f"同一时刻最多 {LAB03_IN_FLIGHT} 个 adapter 在跑",
     "03.lora_share": "秩 16 的 LoRA 给 Qwen2.5-7B 的 q_proj 多加的 FLOPs，百分之几（一个数；±2% 以内算对）",

@@ -1,8 +1,10 @@
-"""Lab 03: engine steps per max_loras, a config for a shelf and its traffic, LoRA's share of q_proj's FLOPs."""
+"""Lab 03: engine steps per max_loras, disk reads of a host cache of max_cpu_loras adapters (against the lab's
+measurement), a config for a shelf and its traffic, LoRA's share of q_proj's FLOPs."""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from .. import memory
 from ..answers import (
@@ -18,6 +20,7 @@ from ..answers import (
 )
 from ..arch import MAX_LORA_RANKS, smallest_rank_that_fits
 from .asked import LAB03_IN_FLIGHT, LAB03_SHELF, TOLERANCE
+from . import measurement
 from .common import QWEN, whole_number
 
 # Lab 03's mixed batch: 4 adapters x 4 requests + 4 base requests, each generating exactly 32 tokens.
@@ -171,7 +174,81 @@ def _judge_lora_share(answer):
     return False, "还不对：LoRA 换掉的是一个全量矩阵的更新，它自己只有两块窄矩阵 A 和 B；比的是这两块和那个全量矩阵的参数个数。"
 
 
+def _cache_reads(order: list[str], capacity: int, lru: bool = True) -> list[bool]:
+    """Per request, whether its adapter was already in a host cache of ``capacity`` (LRU, or first in first out)."""
+    cache: list[str] = []
+    held = []
+    for name in order:
+        held.append(name in cache)
+        if name in cache:
+            if lru:                               # used again: now the most recently used
+                cache.remove(name)
+                cache.append(name)
+            continue
+        if len(cache) == capacity:
+            cache.pop(0)
+        cache.append(name)
+    return held
+
+
+_MISS = r"(?:disk\s*reads?|reads?|misses|miss|loads?|从磁盘读|读盘|读|未命中|没命中|缺失)"
+_HIT = {"hit", "hits", "命中", "cached", "在缓存"}
+
+
+def _reads_said(answer):
+    """The count of disk reads an answer states, where it says more than the count: the reads among hits and reads
+    ("1 hit, 4 misses", "读盘 4 次、命中 1 次", {"disk_reads": 4, "hits": 1}), the part of the whole ("5 次里 4 次",
+    "4 of 5"), each request's outcome (["miss", "miss", "hit", ...]), the count before a colon that lists them
+    ("共 4 次：sql、support、…"). Anything else is read as it is."""
+    if isinstance(answer, dict):
+        keys = [k for k in answer if re.search(_MISS, str(k), re.I)]
+        return answer[keys[0]] if len(keys) == 1 else answer
+    if isinstance(answer, (list, tuple)) and answer and all(isinstance(x, str) for x in answer):
+        words = [x.strip().lower() for x in answer]
+        if all(w in _HIT or re.fullmatch(_MISS, w) for w in words):
+            return sum(w not in _HIT for w in words)
+        return answer
+    if not isinstance(answer, str):
+        return answer
+    text = unicodedata.normalize("NFKC", answer)
+    words = [w.strip().lower() for w in re.split(r"[,，、/\s]+", text.strip(" []()'\"")) if w.strip()]
+    if len(words) > 1 and all(w in _HIT or re.fullmatch(_MISS, w) for w in words):
+        return sum(w not in _HIT for w in words)
+    part = re.search(r"(\d+|[一二两三四五六七八九十]+)\s*次\s*(?:里|中|当中|之中)(?:有)?\s*(\d+|[一二两三四五六七八九十]+)\s*次", text) \
+        or re.search(r"(?i)(\d+)\s+(?:out\s+)?of\s+(\d+)", text)
+    if part:
+        return part[2] if "次" in part[0] else part[1]
+    said = re.findall(rf"(?i)(\d+|[一二两三四五]+)\s*次?\s*{_MISS}|{_MISS}\s*[:=：]?\s*(\d+|[一二两三四五]+)\s*次?", text)
+    if len(said) == 1 and re.search(r"(?i)hit|命中", text):
+        return said[0][0] or said[0][1]
+    lead = re.split(r"[:：]", text, maxsplit=1)[0]   # the count, then which requests it counts
+    if lead != text and re.search(r"\d|[一二两三四五六七八九十]", lead):
+        return re.sub(r"^\s*(?:一共|总共|合计|共)\s*", "", lead)
+    return answer
+
+
+def _judge_cache_reads(answer):
+    """The prediction against what the lab measured: how many of its requests read their adapter from disk."""
+    got = whole_number(_reads_said(answer), "从磁盘读的次数")
+    m = measurement("03.cache_reads")
+    if m is None:
+        return None, "先运行上面起引擎、依次请求 adapter 的那一格：这道题拿你的预测和那一格量到的比。"
+    reads, k, order = m["reads"], m["max_cpu_loras"], m["order"]
+    steps = "，".join(f"{name} {'命中' if hit else '读盘'}" for name, hit in zip(order, m["held"]))
+    said = f"max_cpu_loras={k} 时，{len(order)} 次请求里 {reads} 次从磁盘读（{steps}）"
+    if got == reads:
+        return True, f"对：{said}。"
+    fifo = len(order) - sum(_cache_reads(order, k, lru=False))
+    if got == fifo != reads:
+        return False, (f"{got} 次是按先进先出算的：LRU 换出的是最久没被用过的那个，刚用过的 adapter 会排到最后。"
+                       f"量到的是：{said}。")
+    if got == len(set(order)) != reads:
+        return False, f"{got} 是不同 adapter 的个数：缓存满了要换出，换出去的再被请求，还得再读一次盘。量到的是：{said}。"
+    return False, f"量到的是：{said}。对着上面的表，按 LRU 一次一次推。"
+
+
 JUDGES = {
+    "03.cache_reads": _judge_cache_reads,
     "03.steps": _judge_steps_03,
     "03.config": _judge_config,
     "03.lora_share": _judge_lora_share,

@@ -36,6 +36,10 @@ BATCH_3 = ("j", "k", "l")
 # the lab's cells 0-26 before any run of them was recorded; each wrote what its predictions mean, and they were labelled
 # right when that is what the recorded run measured (lower). Split with the seed f"{SEED}-4".
 BATCH_4 = ("m", "n", "o")
+# BATCH_5: voices p, q and r (2026-12-07), Lab 03's 练习 2 only (03.cache_reads, a count of disk reads), written by one
+# helper session in the three voices (less independent than one session per voice) from the lab up to the exercise's
+# run cell, without its output; split with the seed f"{SEED}-5".
+BATCH_5 = ("p", "q", "r")
 TUNING_ONLY = {("a", "02.kv_page"), ("b", "02.kv_page"), ("c", "02.kv_page")}
 
 
@@ -67,11 +71,13 @@ def main() -> None:
     tuning_2, heldout_2 = _split(BATCH_2, f"{SEED}-2")
     tuning_3, heldout_3 = _split(BATCH_3, f"{SEED}-3")
     tuning_4, heldout_4 = _split(BATCH_4, f"{SEED}-4")
-    split = {"seed": SEED, "readers": list(READERS + BATCH_2 + BATCH_3 + BATCH_4),
+    tuning_5, heldout_5 = _split(BATCH_5, f"{SEED}-5")
+    split = {"seed": SEED, "readers": list(READERS + BATCH_2 + BATCH_3 + BATCH_4 + BATCH_5),
              "tuning_only": [f"{r}/{e}" for r, e in sorted(TUNING_ONLY)],
-             "batches": {"1": list(READERS), "2": list(BATCH_2), "3": list(BATCH_3), "4": list(BATCH_4)},
-             "tuning": sorted(tuning + tuning_2 + tuning_3 + tuning_4),
-             "heldout": sorted(heldout + heldout_2 + heldout_3 + heldout_4)}
+             "batches": {"1": list(READERS), "2": list(BATCH_2), "3": list(BATCH_3), "4": list(BATCH_4),
+                         "5": list(BATCH_5)},
+             "tuning": sorted(tuning + tuning_2 + tuning_3 + tuning_4 + tuning_5),
+             "heldout": sorted(heldout + heldout_2 + heldout_3 + heldout_4 + heldout_5)}
     (HERE / "split.json").write_text(json.dumps(split, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"tuning {len(split['tuning'])}, held-out {len(split['heldout'])}")
 
