@@ -847,8 +847,6 @@ CHECKED = {
         "它要服务的 adapter（四个加上新的）超过一步里能同时活跃的个数": check_lab08_more_adapters_than_slots,
         "也不能超过服务的 `--max-lora-rank`（64）": check_lab08_rule,
         "两组最后的训练损失都几乎为零，留出集上却一组": check_lab08_losses_near_zero_scores_apart,
-        "样例数是量过有作用的那个（10 条比 40 条低得多）": check_lab08_curves,
-        "第 3.1 节的曲线上样例数比步数更要紧": check_lab08_curves,
     },
     "07": {
         "notebook 里现场加载的几次比那里同样大小的 adapter 慢好几倍": check_lab03_live_loads_slower_than_benchmark,
@@ -890,6 +888,7 @@ DEFINITIONS = {
         "设成不小于实际最大秩的最小允许值",
     ],
     "03": [
+        "和正确值相差不超过它的 2% 算对，不是 ±2 个百分点",
         "（不能小于 `max_loras`，这里是 1）",
         "说的是算法：基座 GEMM 算一次",
         "这在 GPU 上能接近到什么程度，本课没有量过",
@@ -956,6 +955,9 @@ DEFINITIONS = {
         "的最小允许值）",
     ],
     "08": [
+        "（引擎设 `max_loras=4`：一步里最多 4 个检查点的行同时跑",
+        "加样例能不能超过 60%、训练超过 200 步有没有用、秩有没有用，本课都没有量",
+        "更难的变体要学的东西更多，这条规则仍要求更多步数（没有检验过）",
         "并发不超过 6 个",
         "同一时刻最多四个 adapter 的请求在跑",
         "说明不了没见过的日期答得多好，够不够好要在留出集上量",
@@ -1113,3 +1115,9 @@ def test_lab08_says_every_wrong_stamp_is_wrong_only_in_the_year():
     assert "错答案都是格式对、日和月也对，只有年份抄错" in "\n".join(
         c.source for c in _notebook("08").cells if c.cell_type == "markdown")
     assert check_lab08_wrong_stamps_wrong_in_the_year() is None
+
+
+def test_lab08_curves_are_what_its_text_says():
+    """Lab 08, 3.1 and sections 6-7: both curves start at 0 and are flat after step 150, 10 examples far below 40
+    (said without a direction word in several places, so checked here)."""
+    assert check_lab08_curves() is None

@@ -9,10 +9,8 @@ import pytest
 
 from course_utils import recorded_figures
 from course_utils.engine import flops, source, vllm_source
-from course_tools.notebooks import code_cells
 
 REPO = Path(__file__).resolve().parent.parent
-LAB05 = REPO / "labs" / "05_source_tour.ipynb"
 
 
 # ---------------------------------------------------------------------------
@@ -115,21 +113,15 @@ def test_the_installed_vllm():
 
 
 # ---------------------------------------------------------------------------
-# The lab's from-scratch layer (the code of the notebook cell) vs a per-row loop
+# Lab 05's from-scratch layer (练习 2's reference answer) vs a per-row loop
 # ---------------------------------------------------------------------------
 
-def _lab_function(name: str):
-    for text in code_cells(LAB05):
-        if text.startswith(f"def {name}("):
-            ns = {}
-            exec(compile(text, f"{LAB05.name}:{name}", "exec"), ns)  # noqa: S102 - the lab's own code
-            return ns[name]
-    raise AssertionError(f"no cell defines {name} in {LAB05}")
-
-
 def test_from_scratch_lora_matches_a_per_row_loop():
+    """Lab 05's 练习 2: the reference answer (the lab holds only the skeleton), on torch tensors in float64."""
     torch = pytest.importorskip("torch")
-    lora_linear = _lab_function("lora_linear")
+    from tests.exercise_solutions import LORA_LINEAR, defined
+
+    lora_linear = defined(LORA_LINEAR)
     g = torch.Generator().manual_seed(1)
     k, d, ranks = 24, 40, [2, 4, 8]
     r_max = max(ranks)

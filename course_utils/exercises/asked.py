@@ -29,7 +29,7 @@ TASKS = {
     "03.cache_reads": "你的预测：这 5 次请求里有几次要从磁盘读（一个整数）",
     "03.config": f'一个 dict {{"max_lora_rank": ..., "max_loras": ...}}：货架 {LAB03_SHELF}，'
                  f"同一时刻最多 {LAB03_IN_FLIGHT} 个 adapter 在跑",
-    "03.lora_share": "秩 16 的 LoRA 给 Qwen2.5-7B 的 q_proj 多加的 FLOPs，百分之几（一个数；±2% 以内算对）",
+    "03.lora_share": "秩 16 的 LoRA 给 Qwen2.5-7B 的 q_proj 多加的 FLOPs，百分之几（一个数；和正确值相差不超过它的 2% 算对）",
     "04.request_body": "一个 dict：让 support adapter 回答问题的 /v1/chat/completions 请求体",
     "04.curl_load": "一条 curl 命令（字符串）：在运行时加载 json adapter",
     "04.status": f"你的预测，一个 dict：{'、'.join(LAB04_CASES)} 这四种情况各自的状态码",
