@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,8 +192,8 @@ def cost_box(notebook: Path, price: float = EXAMPLE_PRICE) -> str:
     """The lab's first box: minutes here on CPU, GPU minutes and yuan on an AutoDL 4090, what runs where."""
     w = lab_work(notebook)
     gpu_min = w.seconds() / 60
-    minutes = cpu_minutes(notebook)
-    cpu = "不到 1 分钟" if minutes < 1 else f"约 {round(minutes)} 分钟"
+    minutes = cpu_minutes(notebook)                 # to the half minute: 87 s and 90 s both read 1.5
+    cpu = "不到 1 分钟" if minutes < 1 else f"约 {math.floor(2 * minutes + 0.5) / 2:g} 分钟"
     if w.lab in RUNS_ON_GPU:
         gpu = f"AutoDL RTX 4090 上：{RUNS_ON_GPU[w.lab]}。"
         tail = ""

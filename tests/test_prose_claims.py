@@ -693,6 +693,22 @@ def check_cost_boxes_are_computed() -> str | None:
     return f"cost boxes not what course_tools.budget computes: {stale}" if stale else None
 
 
+def check_lab05_delta_as_large_as_output() -> str | None:
+    """Lab 05, 2.1: the LoRA delta's largest entry is of the order of the output's (so a wrong one cannot hide)."""
+    m = re.search(r"\|y\| 的最大值: ([\d.]+)\s+\|LoRA 增量\| 的最大值: ([\d.]+)", _outputs("05"))
+    if not m:
+        return "Lab 05's outputs lack |y| and |LoRA 增量|"
+    y, delta = float(m[1]), float(m[2])
+    return None if 0.5 <= delta / y <= 2 else f"|y| {y}, |delta| {delta}"
+
+
+def check_copy_weight_three() -> str | None:
+    """Lab 08: the course's trainer weights the copied tokens 3x (course_tools/tinyworld/trainer.py)."""
+    from course_tools.tinyworld.trainer import TrainConfig
+
+    return None if TrainConfig().adapter_copy_weight == 3 else f"adapter_copy_weight {TrainConfig().adapter_copy_weight}"
+
+
 def check_lab08_curves() -> str | None:
     """Lab 08, 3.1: both curves start at 0; the 10-example one levels off far below the 40-example one."""
     from course_utils import recorded_figures
@@ -807,7 +823,7 @@ CHECKED = {
         "主机缓存放得下 36 个 id": check_host_cache_36_ids,
         "步数约是热门的 16 倍": check_long_tail_16x_steps,
         "墙钟时间却没有差 16 倍": check_wall_ratio_asserted_below_steps,
-        "同一个 adapter 会被一次次换出、重新读盘（上面第 5 次请求就是这样）": check_second_lru_reload,
+        "同一个 adapter 会被一次次换出、重新读盘（录制的 `MAX_CPU_LORAS=2` 里，上面第 5 次请求就是这样）": check_second_lru_reload,
         "最大的约 20 MB": check_largest_wide_adapter_about_20mb,
         "去掉它，外推值不到原来的一半": check_extrapolation_halves_without_last_point,
         "7B 的 adapter 有十几倍的张量数": check_7b_adapter_has_more_tensors,
@@ -825,6 +841,7 @@ CHECKED = {
         "槽位装不下，vLLM 的报错直接说出两个数": check_rank_refusal_names_both_numbers,
     },
     "05": {
+        "LoRA 增量的量级和输出本身差不多（B 不小）": check_lab05_delta_as_large_as_output,
         "上一次录制从第一格跑到最后一格不到 1 分钟": check_cost_boxes_are_computed,
         "合并后的权重用时与基座 GEMM 几乎一样": check_merged_as_fast_as_base,
         "秩 16 时 LoRA 只给投影多加约": check_flop_shares,
@@ -842,6 +859,7 @@ CHECKED = {
         "轮询装载得最多": check_round_robin_loads_most,
     },
     "08": {
+        "课程训练时把要照抄的那几个 token 的损失权重设为 3 倍": check_copy_weight_three,
         "步数至少翻到本课默认（200 步）的两倍、但不超过十倍": check_lab08_rule,
         "秩不低于本课默认的 8": check_lab08_rule,
         "它要服务的 adapter（四个加上新的）超过一步里能同时活跃的个数": check_lab08_more_adapters_than_slots,

@@ -71,7 +71,7 @@ def compare_with_vllm_ops(lora_linear, seed=0):
     T = int(idx.numel())
     x, W = torch.randn(T, k, generator=g), torch.randn(d, k, generator=g) / k ** 0.5
 
-    mine = lora_linear(x, W, None, A, B, scaling, idx)     # None while 练习 2's body is not written
+    mine = lora_linear(x, W, None, A, B, scaling, idx)     # None until the student writes its body
 
     # vLLM's layout: (slots, 1, r_max, k) and (slots, 1, d, r_max), alpha/r folded into B, one zero slot
     a_stacked, b_stacked = torch.zeros(n + 1, 1, r_max, k), torch.zeros(n + 1, 1, d, r_max)
