@@ -341,7 +341,11 @@ def test_the_config_verdict_says_where_the_other_adapters_wait(cpu, says, never)
 def test_a_blank_answer_loads_no_judge():
     """A lab run with blank answers loads the task lines only (issue 51: what a reader's kernel loads)."""
     code = ("import sys, course_utils as cu\n"
+            "def lora_linear(x, W, bias, A, B, scaling, idx):\n"
+            "    \"\"\"Lab 05's skeleton: its docstring only.\"\"\"\n"
+            "    # the body goes here\n"
             "for name in cu.exercises.TASKS: cu.exercises.check(name, ...)\n"
+            "assert cu.exercises.judge('05.lora_linear', lora_linear)[0] is None\n"
             "print(sorted(m for m in sys.modules if m.startswith(('course_utils.answers', 'course_utils.exercises.'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "['course_utils.exercises.asked']"
