@@ -9,6 +9,7 @@ the other spellings (:data:`OTHER_SPELLINGS_SOURCE`), a blank one and a wrong on
 
 import numpy as np
 
+from course_tools import grading
 from course_utils import exercises as ex
 from course_utils.replay.standin import (
     LoRARequest,  # the same fields as vllm.lora.request.LoRARequest
@@ -54,7 +55,7 @@ def defined(source: str, name: str = "lora_linear"):
 
 def answer_value(source: str, ns: dict):
     """What an answer's source gives in a lab's namespace: an expression's value, or the function a `def` defines."""
-    if source.lstrip().startswith(("def ", "import ", "from ")):
+    if grading.is_def(source):
         scope = dict(ns)
         exec(compile(source, "<answer>", "exec"), scope)
         return scope["lora_linear"]

@@ -174,21 +174,18 @@ def _judge_lora_share(answer):
     return False, "还不对：LoRA 换掉的是一个全量矩阵的更新，它自己只有两块窄矩阵 A 和 B；比的是这两块和那个全量矩阵的参数个数。"
 
 
-def _cache_reads(order: list[str], capacity: int, lru: bool = True) -> list[bool]:
-    """Per request, whether its adapter was already in a host cache of ``capacity`` (LRU, or first in first out)."""
+def _fifo_reads(order: list[str], capacity: int) -> int:
+    """Disk reads a host cache of ``capacity`` adapters would make if it evicted first in, first out (a wrong LRU)."""
     cache: list[str] = []
-    held = []
+    reads = 0
     for name in order:
-        held.append(name in cache)
         if name in cache:
-            if lru:                               # used again: now the most recently used
-                cache.remove(name)
-                cache.append(name)
             continue
+        reads += 1
         if len(cache) == capacity:
             cache.pop(0)
         cache.append(name)
-    return held
+    return reads
 
 
 _MISS = r"(?:disk\s*reads?|reads?|misses|miss|loads?|从磁盘读|读盘|读|未命中|没命中|缺失)"
@@ -238,7 +235,7 @@ def _judge_cache_reads(answer):
     said = f"max_cpu_loras={k} 时，{len(order)} 次请求里 {reads} 次从磁盘读（{steps}）"
     if got == reads:
         return True, f"对：{said}。"
-    fifo = len(order) - sum(_cache_reads(order, k, lru=False))
+    fifo = _fifo_reads(order, k)
     if got == fifo != reads:
         return False, (f"{got} 次是按先进先出算的：LRU 换出的是最久没被用过的那个，刚用过的 adapter 会排到最后。"
                        f"量到的是：{said}。")
