@@ -281,7 +281,7 @@ def lab08_figures(rec: dict) -> dict:
                     and c["args"]["function"] == "precheck" and "error" in c), None)
     out = {"examples": len(rec["facts"].get("input:EXAMPLES", [])), "rank": knobs.get("rank"),
            "steps": knobs.get("steps"), "refused": refused,
-           "adapter_mib": sum(t["bytes"] for t in adapter.get("tensors", {}).values()) / 2**20}
+           "adapter_mb": sum(t["bytes"] for t in adapter.get("tensors", {}).values()) / 1e6}   # a file size: MB
     out["curves"] = {label: {step: scored(rows)["share"] for step, rows in sorted(steps.items())}
                      for label, steps in curves.items()}
     out["other"] = rec["facts"].get("input:OTHER")
